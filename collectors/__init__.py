@@ -1,0 +1,1 @@
+"""Everything that produces data: trace ingest (and, later, NVML and profiler agents)."""

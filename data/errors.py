@@ -1,0 +1,23 @@
+"""One error family for every layer: a message that names the input and what was wrong."""
+
+from __future__ import annotations
+
+
+class DashError(Exception):
+    """Base of every error the product reports to a user (CLI: one line, UI: an error box)."""
+
+
+class TraceFormatError(DashError):
+    """A trace file that cannot be read as a torch.profiler / Kineto trace."""
+
+
+class DuplicateTraceError(DashError):
+    """The same trace content was already ingested."""
+
+
+class SchemaVersionError(DashError):
+    """The store on disk was written by another schema version."""
+
+
+class RunNotFoundError(DashError):
+    """A run id or name that the store does not hold."""

@@ -1,0 +1,143 @@
+"""The Parquet lake: immutable segments that any process may write without a database lock.
+
+Layout: ``<root>/<table>/run_id=<id>/data.parquet``. A run is written into
+``<root>/_staging/<id>/`` first; committing renames each table folder into place and the
+``runs`` folder last, and every store view only shows rows whose run is in ``runs``. So a
+reader never sees half a run, and a failed or killed ingest leaves nothing visible.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from data.errors import DuplicateTraceError, SchemaVersionError
+from data.schema import SCHEMA_VERSION, TABLES, arrow_schema
+
+EMPTY_PARTITION = "run_id=_empty"
+
+
+class Lake:
+    """A lake folder; creates its layout on first use and checks its schema version."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.staging = self.root / "_staging"
+        self.locks = self.root / "_locks"
+        self._init_layout()
+
+    def _init_layout(self) -> None:
+        meta = self.root / "_meta.json"
+        if meta.exists():
+            version = json.loads(meta.read_text()).get("schema_version")
+            if version != SCHEMA_VERSION:
+                raise SchemaVersionError(
+                    f"{self.root}: store has schema {version}, this build reads {SCHEMA_VERSION}; "
+                    "move the folder aside and re-ingest"
+                )
+        for d in (self.staging, self.locks):
+            d.mkdir(parents=True, exist_ok=True)
+        for table in TABLES:
+            # A zero-row segment per table keeps every view queryable on an empty store.
+            empty = self.root / table / EMPTY_PARTITION / "data.parquet"
+            if not empty.exists():
+                self._write_atomic(empty, arrow_schema(table).empty_table().drop(["run_id"]))
+        if not meta.exists():
+            tmp = meta.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"schema_version": SCHEMA_VERSION}))
+            os.replace(tmp, meta)
+
+    @staticmethod
+    def _write_atomic(path: Path, table: pa.Table) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        pq.write_table(table, tmp, compression="zstd")
+        os.replace(tmp, path)
+
+    def glob(self, table: str) -> str:
+        """The read_parquet glob of one table."""
+        return str(self.root / table / "*" / "*.parquet")
+
+    def stage_dir(self, run_id: str) -> Path:
+        """A private folder to write a run's tables into before commit."""
+        path = self.staging / run_id
+        path.mkdir(parents=True, exist_ok=False)
+        return path
+
+    def staged_file(self, run_id: str, table: str) -> Path:
+        """Where a staged run writes one table."""
+        path = self.staging / run_id / table
+        path.mkdir(parents=True, exist_ok=True)
+        return path / "data.parquet"
+
+    def commit(self, run_id: str) -> None:
+        """Move a staged run into place; the runs row goes last and makes the run visible."""
+        staged = self.staging / run_id
+        tables = sorted(p.name for p in staged.iterdir() if p.name != "runs")
+        moved: list[Path] = []
+        try:
+            for table in [*tables, "runs"]:
+                dest = self.root / table / f"run_id={run_id}"
+                os.replace(staged / table, dest)
+                moved.append(dest)
+        except BaseException:
+            for dest in moved:
+                shutil.rmtree(dest, ignore_errors=True)
+            raise
+        finally:
+            shutil.rmtree(staged, ignore_errors=True)
+
+    def discard(self, run_id: str) -> None:
+        """Forget a staged run (after a failed ingest)."""
+        shutil.rmtree(self.staging / run_id, ignore_errors=True)
+
+    def delete_run(self, run_id: str) -> None:
+        """Remove a committed run: its runs row first, so it vanishes from views at once."""
+        for table in ["runs", *[t for t in TABLES if t != "runs"]]:
+            shutil.rmtree(self.root / table / f"run_id={run_id}", ignore_errors=True)
+
+    @contextlib.contextmanager
+    def claim(self, key: str, what: str) -> Iterator[None]:
+        """Hold an exclusive claim on `key` (a content hash) while one ingest runs."""
+        lock = self.locks / key
+        for _ in range(2):
+            try:
+                fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                break
+            except FileExistsError:
+                if _pid_alive(lock):
+                    raise DuplicateTraceError(
+                        f"{what}: the same trace is being ingested right now"
+                    ) from None
+                lock.unlink(missing_ok=True)  # left by a killed ingest
+        else:
+            raise DuplicateTraceError(f"{what}: could not claim {lock}")
+        os.write(fd, str(os.getpid()).encode())
+        os.close(fd)
+        try:
+            yield
+        finally:
+            lock.unlink(missing_ok=True)
+
+
+def _pid_alive(lock: Path) -> bool:
+    try:
+        pid = int(lock.read_text() or "0")
+    except (OSError, ValueError):
+        return True  # being written right now
+    if pid <= 0:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,127 @@
+"""DuckDB access to the lake: one view per table, read functions that return DataFrames.
+
+The dashboard process owns ``<data>/dashboard.duckdb`` (``owner=True``); every other process
+(CLI, agents, tests) opens an in-memory database over the same lake, so no process ever waits
+on DuckDB's file lock. Views read the Parquet segments at query time, so a run committed by
+another process shows up on the next query, without a restart.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+
+from data.errors import RunNotFoundError, SchemaVersionError
+from data.lake import Lake
+from data.schema import SCHEMA_VERSION, TABLES
+
+if TYPE_CHECKING:  # pandas costs 0.4 s to import; the ingest CLI never needs it
+    import pandas as pd
+
+DEFAULT_DATA_DIR = Path("data/local")
+DATABASE_FILE = "dashboard.duckdb"
+
+
+class Store:
+    """The lake plus a DuckDB connection with one view per table."""
+
+    def __init__(self, data_dir: Path | str = DEFAULT_DATA_DIR, *, owner: bool = False) -> None:
+        self.data_dir = Path(data_dir)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.lake = Lake(self.data_dir / "lake")
+        database = str(self.data_dir / DATABASE_FILE) if owner else ":memory:"
+        self.con = duckdb.connect(database)
+        # The lake lives on local or shared disk; never try to download an extension.
+        self.con.execute("SET autoinstall_known_extensions = false")
+        if owner:
+            self._check_database_version()
+        self._create_views()
+
+    def _check_database_version(self) -> None:
+        self.con.execute("CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+        row = self.con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+        if row and int(row[0][0]) != SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"{self.data_dir / DATABASE_FILE}: schema {row[0][0]}, this build reads "
+                f"{SCHEMA_VERSION}; delete the file (the lake is kept) and restart"
+            )
+        self.con.execute(
+            "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)]
+        )
+
+    def _create_views(self) -> None:
+        for table in TABLES:
+            cols = ", ".join(f'"{c.name}"' for c in TABLES[table])
+            src = (
+                f"read_parquet('{self.lake.glob(table)}', hive_partitioning = true, "
+                "hive_types = {'run_id': VARCHAR}, union_by_name = true)"
+            )
+            where = "" if table == "runs" else " WHERE run_id IN (SELECT run_id FROM runs)"
+            self.con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT {cols} FROM {src}{where}")
+
+    def close(self) -> None:
+        """Close the connection (releases the database file lock for an owner)."""
+        self.con.close()
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """A connection for one thread (DuckDB refuses concurrent use of one connection)."""
+        return self.con.cursor()
+
+    def query(self, sql: str, params: list[Any] | dict[str, Any] | None = None) -> pd.DataFrame:
+        """Run SQL over the views and return a DataFrame (a fresh cursor per call: thread-safe)."""
+        with self.cursor() as cur:
+            return cur.execute(sql, params).df()
+
+    def rows(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+        """Run SQL and return rows as dicts, without pandas."""
+        with self.cursor() as cur:
+            result = cur.execute(sql, params)
+            names = [d[0] for d in result.description]
+            return [dict(zip(names, r, strict=True)) for r in result.fetchall()]
+
+    def runs(self) -> pd.DataFrame:
+        """All runs, newest first. Columns: those of the `runs` table."""
+        return self.query("SELECT * FROM runs ORDER BY ingested_at_ns DESC")
+
+    def resolve_run(self, ref: str) -> str:
+        """A run id, or a run name (the latest run of that name), to a run id."""
+        rows = self.rows(
+            "SELECT run_id FROM runs WHERE run_id = ? OR name = ? "
+            "ORDER BY run_id = ? DESC, ingested_at_ns DESC LIMIT 1",
+            [ref, ref, ref],
+        )
+        if not rows:
+            raise RunNotFoundError(f"{ref}: no run with this id or name in {self.data_dir}")
+        return str(rows[0]["run_id"])
+
+    def find_by_sha256(self, sha256: str) -> str | None:
+        """The run id that holds content with this hash, if any."""
+        rows = self.rows("SELECT run_id FROM runs WHERE source_sha256 = ? LIMIT 1", [sha256])
+        return str(rows[0]["run_id"]) if rows else None
+
+    def delete_run(self, run_id: str) -> None:
+        """Remove a run from the lake."""
+        self.lake.delete_run(self.resolve_run(run_id))
+
+    def checksums(self) -> dict[str, tuple[int, int]]:
+        """(row count, order-independent hash of all rows) per table: detects any change."""
+        out: dict[str, tuple[int, int]] = {}
+        for table in TABLES:
+            n, h = self.con.execute(
+                f"SELECT count(*), coalesce(bit_xor(hash(t)), 0) FROM {table} t"
+            ).fetchall()[0]
+            out[table] = (int(n), int(h))
+        return out
+
+    def run_summary(self, run_id: str) -> dict[str, Any]:
+        """The runs row of one run as a dict (JSON columns decoded)."""
+        rows = self.rows("SELECT * FROM runs WHERE run_id = ?", [run_id])
+        if not rows:
+            raise RunNotFoundError(f"{run_id}: no such run in {self.data_dir}")
+        row = rows[0]
+        for key in ("source", "tags"):
+            row[key] = json.loads(row[key]) if row.get(key) else None
+        return row
