@@ -1,0 +1,68 @@
+"""Read functions the pages use: SQL over the store's views, one DataFrame each.
+
+Every function returns a frame with the documented columns, empty (not None) when the run
+has no such data. Aggregation happens in DuckDB so pages never pull raw events they do not
+draw.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from data.store import Store
+
+
+def ranks(store: Store, run_id: str) -> pd.DataFrame:
+    """One row per rank: rank, world_size, rank_source, file_name, file_bytes, start_ns,
+    end_ns, events_total, events_malformed, events_skipped, malformed_examples,
+    kernel_count, device_name."""
+    return store.query(
+        """
+        SELECT r.rank, r.world_size, r.rank_source, r.file_name, r.file_bytes, r.start_ns,
+               r.end_ns, r.events_total, r.events_malformed, r.events_skipped,
+               r.malformed_examples,
+               (SELECT count(*) FROM gpu_events g
+                 WHERE g.run_id = r.run_id AND g.rank = r.rank AND g.kind = 'kernel')
+                   AS kernel_count,
+               (SELECT any_value(d.name) FROM devices d
+                 WHERE d.run_id = r.run_id AND d.rank = r.rank) AS device_name
+        FROM ranks r WHERE r.run_id = ? ORDER BY r.rank
+        """,
+        [run_id],
+    )
+
+
+def devices(store: Store, run_id: str) -> pd.DataFrame:
+    """The run's deviceProperties rows: the `devices` table's columns."""
+    return store.query("SELECT * FROM devices WHERE run_id = ? ORDER BY rank, device_id", [run_id])
+
+
+def steps(store: Store, run_id: str) -> pd.DataFrame:
+    """ProfilerSteps: rank, step, ts_ns, dur_ns, gpu_start_ns, gpu_end_ns, kernel_count,
+    kernel_time_ns, gpu_busy_ns."""
+    return store.query(
+        "SELECT * EXCLUDE (run_id) FROM steps WHERE run_id = ? ORDER BY rank, step", [run_id]
+    )
+
+
+def gpu_intervals(store: Store, run_id: str) -> pd.DataFrame:
+    """Every GPU activity's interval: rank, kind, stream, ts_ns, dur_ns (for busy/idle)."""
+    return store.query(
+        "SELECT rank, kind, stream, ts_ns, dur_ns FROM gpu_events WHERE run_id = ?", [run_id]
+    )
+
+
+def kernel_totals(store: Store, run_id: str) -> pd.DataFrame:
+    """Kernels grouped by name: name, count, total_ns, mean_ns, max_ns, min_ns (all ranks)."""
+    return store.query(
+        """
+        SELECT name, count(*) AS count, sum(dur_ns) AS total_ns, avg(dur_ns) AS mean_ns,
+               max(dur_ns) AS max_ns, min(dur_ns) AS min_ns
+        FROM gpu_events WHERE run_id = ? AND kind = 'kernel'
+        GROUP BY name ORDER BY total_ns DESC
+        """,
+        [run_id],
+    )

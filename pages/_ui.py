@@ -1,0 +1,153 @@
+"""Streamlit glue shared by the pages: the store, the run picker, ingest jobs, errors.
+
+Ingest runs in a child process (`python -m collectors.ingest`), the same path as the CLI:
+the dashboard stays responsive, a crash in a parser cannot take it down, and the memory of a
+2 GB parse goes back to the system when the child exits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import NoReturn
+
+import streamlit as st
+
+from data.errors import DashError
+from data.store import DEFAULT_DATA_DIR, Store
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "data" / "samples"
+DEMO_MARKER = ".demo-ingested"
+
+
+def data_dir() -> Path:
+    """The store folder: $DASH_DATA, else data/local beside app.py."""
+    return Path(os.environ.get("DASH_DATA") or ROOT / DEFAULT_DATA_DIR)
+
+
+@st.cache_resource(show_spinner=False)
+def _store(path: str) -> Store:
+    return Store(path, owner=True)
+
+
+def _use_app_navigation() -> None:
+    """Route every first visit through app.py's st.navigation.
+
+    With a pages/ folder beside app.py, Streamlit 1.67 starts in its legacy multipage mode
+    and, for a first visit straight to /overview, runs pages/overview.py without app.py (no
+    page registry, no layout, helper modules listed as pages) until some run calls
+    st.navigation. Leaving that mode and rerunning makes the URL resolve through app.py.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+def store() -> Store:
+    """The dashboard's store (one per server process), with the demo runs on first start."""
+    _use_app_navigation()
+    s = _store(str(data_dir()))
+    _ensure_demo(s)
+    return s
+
+
+def _ensure_demo(s: Store) -> None:
+    marker = s.data_dir / DEMO_MARKER
+    if marker.exists() or not SAMPLES.is_dir():
+        return
+    samples = sorted(p for p in SAMPLES.iterdir() if p.is_dir() or p.name.endswith(".json.gz"))
+    with st.status("First start: ingesting the demo runs…", expanded=False) as status:
+        for path in samples:
+            status.write(path.name)
+            try:
+                run_ingest([path], name=None, tags=["demo=1"])
+            except DashError as e:  # a sample already in the store is fine
+                if "already ingested" not in str(e):
+                    raise
+        status.update(label="Demo runs ready", state="complete")
+    marker.touch()
+
+
+def run_ingest(
+    paths: Sequence[Path],
+    *,
+    name: str | None,
+    tags: Sequence[str] = (),
+    on_progress: Callable[[str, float], None] | None = None,
+) -> str:
+    """Ingest traces in a child process; returns the run id or raises DashError (one line)."""
+    cmd = [sys.executable, "-m", "collectors.ingest", *map(str, paths), "--data", str(data_dir()),
+           "--progress-json"]
+    if name:
+        cmd += ["--name", name]
+    for tag in tags:
+        cmd += ["--tag", tag]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    errors: list[str] = []
+    assert proc.stderr is not None and proc.stdout is not None
+    for line in proc.stderr:
+        if line.startswith("{") and on_progress is not None:
+            msg = json.loads(line)
+            on_progress(msg["stage"], float(msg["fraction"]))
+        elif line.startswith("error:"):
+            errors.append(line.removeprefix("error:").strip())
+        elif not line.startswith("{") and line.strip() and not line.startswith("ingested"):
+            errors.append(line.strip())
+    out = proc.stdout.read().strip().splitlines()
+    if proc.wait() != 0 or not out:
+        raise DashError(errors[0] if errors else f"ingest exited with {proc.returncode}")
+    return out[-1]
+
+
+def show_error(e: DashError) -> NoReturn:
+    """The one place pages turn a DashError into an error box."""
+    st.error(str(e), icon="🚫")
+    st.stop()
+
+
+def selected_run(s: Store) -> str | None:
+    """The run picked in the sidebar (remembered in the URL as ?run=…), or None."""
+    runs = s.runs()
+    if runs.empty:
+        st.info("No runs yet. Upload a torch.profiler trace on the Upload page.")
+        return None
+    ids = runs["run_id"].tolist()
+    labels = dict(zip(ids, (f"{n} · {i}" for n, i in zip(runs["name"], ids, strict=True)),
+                      strict=True))
+    wanted = st.session_state.get("run") or st.query_params.get("run")
+    index = ids.index(wanted) if wanted in ids else 0
+    run_id: str = st.sidebar.selectbox("Run", ids, index=index, format_func=labels.__getitem__)
+    st.session_state["run"] = run_id
+    st.query_params["run"] = run_id
+    return run_id
+
+
+def fmt_ms(v: float | None) -> str:
+    """Milliseconds with sensible precision, or an em dash."""
+    if v is None:
+        return "—"
+    return f"{v:,.2f} ms" if v < 100 else f"{v:,.0f} ms"
+
+
+def fmt_pct(v: float | None) -> str:
+    """A percentage, or an em dash."""
+    return "—" if v is None else f"{v:.1f} %"
+
+
+def fmt_bytes(n: float | None) -> str:
+    """Bytes in binary units."""
+    if n is None:
+        return "—"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024:
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return f"{n:,.1f} TiB"
