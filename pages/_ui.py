@@ -42,10 +42,13 @@ def _use_app_navigation() -> None:
     and, for a first visit straight to /overview, runs pages/overview.py without app.py (no
     page registry, no layout, helper modules listed as pages) until some run calls
     st.navigation. Leaving that mode and rerunning makes the URL resolve through app.py.
+    Once per session: a rerun drops that run's widget events, which only the first load of a
+    session can afford.
     """
     from streamlit.runtime.pages_manager import PagesManager
 
-    if PagesManager.uses_pages_directory:
+    if PagesManager.uses_pages_directory and not st.session_state.get("_rerouted"):
+        st.session_state["_rerouted"] = True
         PagesManager.uses_pages_directory = False
         st.rerun()
 

@@ -8,7 +8,7 @@ import streamlit as st
 
 from analysis.overview import overview, step_times, top_kernels
 from data import reads
-from pages._ui import fmt_ms, fmt_pct, selected_run, store
+from pages._ui import fmt_bytes, fmt_ms, fmt_pct, selected_run, store
 
 s = store()
 run_id = selected_run(s)
@@ -22,16 +22,23 @@ ranks = reads.ranks(s, run_id)
 steps = reads.steps(s, run_id)
 kernels = reads.kernel_totals(s, run_id)
 ov = overview(int(run["rank_count"]), steps, reads.gpu_intervals(s, run_id), kernels)
+devices = reads.devices(s, run_id)
+if devices.empty:
+    st.markdown("**CPU only**: the trace has no GPU device properties")
+else:
+    d = devices.iloc[0]
+    st.markdown(f"**{d['name']}** · {d['num_sms']} SMs · {fmt_bytes(d['total_global_mem_bytes'])}"
+                f" · compute capability {d['compute_major']}.{d['compute_minor']}"
+                + (f" · {len(devices)} devices" if len(devices) > 1 else ""))
 
-c = st.columns(6)
-c[0].metric("Device", run["device_name"] or "CPU only")
-c[1].metric("Ranks", ov.rank_count)
-c[2].metric("Steps", ov.step_count or "—", help="ProfilerStep#N ranges in the trace")
-c[3].metric("Time per step", fmt_ms(ov.step_time_ms),
+c = st.columns(5)
+c[0].metric("Ranks", ov.rank_count)
+c[1].metric("Steps", ov.step_count or "—", help="ProfilerStep#N ranges in the trace")
+c[2].metric("Time per step", fmt_ms(ov.step_time_ms),
             help="Median time from one step's start to the next (slowest rank)")
-c[4].metric("GPU busy", fmt_pct(ov.gpu_busy_pct),
+c[3].metric("GPU busy", fmt_pct(ov.gpu_busy_pct),
             help="Union of all GPU activity (any stream) over the step time")
-c[5].metric("Kernels", f"{ov.kernel_count:,}", help=f"{fmt_ms(ov.kernel_time_ms)} of kernel time")
+c[4].metric("Kernels", f"{ov.kernel_count:,}", help=f"{fmt_ms(ov.kernel_time_ms)} of kernel time")
 
 if run["events_malformed"]:
     examples = [e for r in ranks["malformed_examples"] for e in json.loads(r or "[]")]
@@ -46,7 +53,7 @@ if not per_step.empty:
                 customdata=per_step["gpu_busy_pct"],
                 hovertemplate="step %{x}<br>%{y:.2f} ms<br>GPU busy %{customdata:.1f} %"
                               "<extra></extra>")
-    fig.update_layout(xaxis_title="step", yaxis_title="ms", height=280,
+    fig.update_layout(xaxis={"title": "step", "type": "category"}, yaxis_title="ms", height=280,
                       margin={"l": 10, "r": 10, "t": 10, "b": 10})
     st.plotly_chart(fig, width="stretch")
 

@@ -20,7 +20,10 @@ files = st.file_uploader("Trace files", type=["json", "gz", "zip", "tar", "tgz"]
                          accept_multiple_files=True, key="trace_files")
 name = st.text_input("Run name (optional)", placeholder="defaults to the file name")
 
-if st.button("Ingest", type="primary", disabled=not files, icon=":material/upload:"):
+if st.button("Ingest", type="primary", icon=":material/upload:"):
+    if not files:
+        st.warning("Choose at least one trace file first.")
+        st.stop()
     bar = st.progress(0.0, text="Saving upload…")
     with tempfile.TemporaryDirectory(prefix="upload-") as tmp:
         paths = []

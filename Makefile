@@ -1,0 +1,35 @@
+# The two README commands: `make demo` (install + start the dashboard on the demo runs)
+# and `make check` (install what the tests need + lint + types + the whole test suite).
+PY ?= python3
+PIP = $(PY) -m pip install -q --disable-pip-version-check
+
+.PHONY: demo install install-dev chromium lint types test check bench
+
+demo: install
+	$(PY) -m streamlit run app.py
+
+install:
+	$(PIP) -r requirements.txt
+
+install-dev: chromium
+	$(PIP) -r requirements-dev.txt
+
+# Debian's Chromium for the browser tests (Playwright's own download cannot work offline).
+chromium:
+	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
+
+lint:
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+types:
+	$(PY) -m mypy
+
+test:
+	$(PY) -m pytest -q
+
+check: install-dev lint types test
+
+bench:
+	$(PIP) -r benchmarks/requirements.txt
+	$(PY) benchmarks/bench_ingest.py

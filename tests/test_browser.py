@@ -1,0 +1,107 @@
+"""The real thing: `streamlit run app.py`, Debian's Chromium, a file upload through the page.
+
+Starts the server on a free loopback port with an empty store, so the first start ingests the
+demo runs, then uploads a trace through the file input and waits for the new run's overview.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+playwright = pytest.importorskip("playwright.sync_api")
+
+ROOT = Path(__file__).resolve().parent.parent
+TRACE = ROOT / "tests" / "data" / "cpu_mlp.pt.trace.json.gz"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium is not installed"),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    data = tmp_path_factory.mktemp("browser-store")
+    port = _free_port()
+    log = (data / "server.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+         "--server.headless", "true", "--server.address", "127.0.0.1"],
+        cwd=ROOT, env={**os.environ, "DASH_DATA": str(data)}, stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.read() == b"ok":
+                    break
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"streamlit did not start: {(data / 'server.log').read_text()[-2000:]}")
+        time.sleep(0.3)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+    log.close()
+
+
+def _settle(page: object) -> None:
+    """Wait until the script run has finished (not just started)."""
+    page.wait_for_timeout(500)  # type: ignore[attr-defined]
+    page.locator(  # type: ignore[attr-defined]
+        '[data-testid="stApp"][data-test-script-state="notRunning"]'
+    ).wait_for(state="attached", timeout=90_000)
+
+
+def test_upload_through_the_browser_shows_the_new_overview(server: str, tmp_path: Path) -> None:
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"],
+        )
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        # First start: the demo runs are ingested, then the Runs page lists them.
+        page.goto(server)
+        page.get_by_text("run(s) in").wait_for(timeout=120_000)
+        _settle(page)
+        assert page.get_by_test_id("stException").count() == 0
+
+        page.goto(f"{server}/upload")
+        _settle(page)
+        page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(TRACE))
+        # The uploader shows the name shortened in the middle ("cpu_mlp...ce.json.gz").
+        page.get_by_test_id("stFileUploader").get_by_text("json.gz").wait_for(timeout=30_000)
+        page.get_by_role("button", name="Ingest").click()
+        page.get_by_text("Run cpu_mlp").wait_for(timeout=90_000)
+        assert page.get_by_test_id("stException").count() == 0
+
+        page.get_by_role("link", name="Open the overview").click()
+        page.get_by_role("heading", name="cpu_mlp").wait_for(timeout=60_000)
+        _settle(page)
+        assert page.get_by_text("CPU only").count() >= 1
+        metrics = page.get_by_test_id("stMetricValue").all_inner_texts()
+        assert metrics[:2] == ["1", "3"]  # one rank, three profiled steps
+        assert page.get_by_test_id("stException").count() == 0
+        page.screenshot(path=str(tmp_path / "overview.png"), full_page=True)
+        browser.close()
