@@ -56,7 +56,7 @@ def step_times(steps: pd.DataFrame) -> pd.DataFrame:
     s = steps.sort_values(["rank", "step"]).copy()
     next_start = s.groupby("rank")["ts_ns"].shift(-1)
     last_end = np.maximum(s["ts_ns"] + s["dur_ns"], s["gpu_end_ns"].fillna(0))
-    s["period_ns"] = next_start.fillna(last_end) - s["ts_ns"]
+    s["period_ns"] = next_start.fillna(pd.Series(last_end, index=s.index)) - s["ts_ns"]
     per = s.groupby("step").agg(
         period_ns=("period_ns", "max"),
         busy_ns=("gpu_busy_ns", "max"),

@@ -108,11 +108,11 @@ def _unpack(archive: Path, dest: Path) -> list[Path]:
                     name = Path(member.name).name
                     if not member.isreg() or not _is_trace(Path(name)):
                         continue
-                    src = tf.extractfile(member)
-                    if src is None:
+                    member_file = tf.extractfile(member)
+                    if member_file is None:
                         continue
                     target = dest / name
-                    target.write_bytes(src.read())
+                    target.write_bytes(member_file.read())
                     out.append(target)
     except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError) as e:
         raise TraceFormatError(f"{archive}: unreadable archive: {e}") from None

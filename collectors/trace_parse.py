@@ -279,7 +279,7 @@ def _exact_ns(raws: Sequence[msgspec.Raw]) -> tuple[np.ndarray, np.ndarray]:
         offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(lens, out=offsets[1:])
         text = pa.Array.from_buffers(
-            pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(raws))]
+            pa.large_string(), n, [None, pa.py_buffer(offsets.data), pa.py_buffer(b"".join(raws))]
         )
         try:
             dec = pc.cast(text, pa.decimal128(24, 3))
@@ -287,7 +287,9 @@ def _exact_ns(raws: Sequence[msgspec.Raw]) -> tuple[np.ndarray, np.ndarray]:
             pass
         else:
             # The unscaled value of a decimal with 3 fractional digits is the ns count.
-            ns = np.frombuffer(dec.buffers()[1], dtype=np.int64)[::2].copy()
+            data = dec.buffers()[1]
+            assert data is not None
+            ns = np.frombuffer(memoryview(data), dtype=np.int64)[::2].copy()
             return ns, np.ones(n, dtype=bool)
     out = np.zeros(n, dtype=np.int64)
     ok = np.zeros(n, dtype=bool)
@@ -319,23 +321,23 @@ def _as_int(v: Any) -> int | None:
     return None
 
 
-def _ints(values: list[Any]) -> pa.Array:
+def _ints(values: list[Any]) -> pa.Array[Any]:
     try:
         return pa.array(values, pa.int64())
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):  # strings such as 'stream 7'
         return pa.array([_as_int(v) for v in values], pa.int64())
 
 
-def _raw_text(values: Sequence[msgspec.Raw]) -> pa.Array:
+def _raw_text(values: Sequence[msgspec.Raw]) -> pa.Array[Any]:
     """Raw JSON values -> a string column (empty Raw -> NULL), without per-value copies."""
     n = len(values)
     lens = np.fromiter(map(len, values), dtype=np.int64, count=n)
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lens, out=offsets[1:])
     valid = lens > 0
-    mask = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    mask = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little").data)
     arr = pa.Array.from_buffers(
-        pa.large_string(), n, [mask, pa.py_buffer(offsets), pa.py_buffer(b"".join(values))]
+        pa.large_string(), n, [mask, pa.py_buffer(offsets.data), pa.py_buffer(b"".join(values))]
     )
     return arr.cast(pa.string())
 
@@ -442,7 +444,7 @@ class _Builder:
             mk = src = dst = [None] * len(events)
         stream = [a.stream if a.stream is not None else e.tid for a, e in zip(args, events)]
         device = [a.device if a.device is not None else e.pid for a, e in zip(args, events)]
-        cols: dict[str, pa.Array] = {
+        cols: dict[str, pa.Array[Any]] = {
             "kind": pa.array([kind] * len(events), pa.string()),
             "name": pa.array(names, pa.string()),
             "device": pa.array([_as_int(d) for d in device], pa.int32()),

@@ -29,7 +29,8 @@ else:
     d = devices.iloc[0]
     st.markdown(f"**{d['name']}** · {d['num_sms']} SMs · {fmt_bytes(d['total_global_mem_bytes'])}"
                 f" · compute capability {d['compute_major']}.{d['compute_minor']}"
-                + (f" · {len(devices)} devices" if len(devices) > 1 else ""))
+                + (f" · {per_rank} GPUs visible per rank"
+                   if (per_rank := int(devices.groupby("rank").size().max())) > 1 else ""))
 
 c = st.columns(5)
 c[0].metric("Ranks", ov.rank_count)
