@@ -66,20 +66,21 @@ def _run_name(path: Path) -> str:
 
 
 @contextmanager
-def expand_inputs(paths: Sequence[Path]) -> Iterator[list[Path]]:
-    """Trace files named by `paths`: files as given, folders' trace files, archives unpacked."""
+def expand_inputs(paths: Sequence[Path]) -> Iterator[dict[Path, str]]:
+    """Trace files named by `paths` (folders' trace files, archives unpacked), each with the
+    name to show the user (an archive member reads `archive.zip:dir/rank0.json.gz`)."""
     with tempfile.TemporaryDirectory(prefix="ingest-") as tmp:
-        files: list[Path] = []
+        files: dict[Path, str] = {}
         for path in paths:
             if path.is_dir():
                 found = sorted(p for p in path.iterdir() if p.is_file() and _is_trace(p))
                 if not found:
                     raise TraceFormatError(f"{path}: folder holds no .json or .json.gz trace")
-                files.extend(found)
+                files.update((f, str(f)) for f in found)
             elif _is_archive(path):
-                files.extend(_unpack(path, Path(tmp) / f"a{len(files)}"))
+                files.update(_unpack(path, Path(tmp) / f"a{len(files)}"))
             elif path.exists():
-                files.append(path)
+                files[path] = str(path)
             else:
                 raise TraceFormatError(f"{path}: no such file or folder")
         if not files:
@@ -87,38 +88,42 @@ def expand_inputs(paths: Sequence[Path]) -> Iterator[list[Path]]:
         yield files
 
 
-def _unpack(archive: Path, dest: Path) -> list[Path]:
-    """Extract only regular trace files, flattened, so nothing lands outside `dest`."""
-    dest.mkdir(parents=True)
-    out: list[Path] = []
+def _safe_member(name: str) -> Path | None:
+    """An archive member's path with absolute and '..' parts removed (never leaves dest)."""
+    parts = [p for p in Path(name).parts if p not in ("", ".", "..", "/") and not p.endswith(":")]
+    return Path(*parts) if parts and _is_trace(Path(parts[-1])) else None
+
+
+def _unpack(archive: Path, dest: Path) -> dict[Path, str]:
+    """Extract only regular trace files, keeping their (sanitised) folders under `dest`."""
+    out: dict[Path, str] = {}
+
+    def write(name: str, data: bytes) -> None:
+        rel = _safe_member(name)
+        if rel is None:
+            return
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        out[target] = f"{archive}:{rel}"
+
     try:
         if archive.name.endswith(".zip"):
             with zipfile.ZipFile(archive) as zf:
                 for info in zf.infolist():
-                    name = Path(info.filename).name
-                    if info.is_dir() or not _is_trace(Path(name)):
-                        continue
-                    target = dest / name
-                    with zf.open(info) as src, target.open("wb") as dst:
-                        dst.write(src.read())
-                    out.append(target)
+                    if not info.is_dir():
+                        write(info.filename, zf.read(info))
         else:
             with tarfile.open(archive) as tf:
                 for member in tf.getmembers():
-                    name = Path(member.name).name
-                    if not member.isreg() or not _is_trace(Path(name)):
-                        continue
-                    member_file = tf.extractfile(member)
-                    if member_file is None:
-                        continue
-                    target = dest / name
-                    target.write_bytes(member_file.read())
-                    out.append(target)
+                    member_file = tf.extractfile(member) if member.isreg() else None
+                    if member_file is not None:
+                        write(member.name, member_file.read())
     except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError) as e:
         raise TraceFormatError(f"{archive}: unreadable archive: {e}") from None
     if not out:
         raise TraceFormatError(f"{archive}: archive holds no .json or .json.gz trace")
-    return sorted(out)
+    return dict(sorted(out.items()))
 
 
 def _sha256(path: Path) -> str:
@@ -158,7 +163,8 @@ def ingest(
     report = progress or (lambda stage, frac: None)
     in_paths = [Path(p) for p in paths]
     store = Store(data_dir)
-    with expand_inputs(in_paths) as files:
+    with expand_inputs(in_paths) as labels:
+        files = list(labels)
         hasher = _Hasher(files)
         hasher.start()
         traces: list[RankTrace] = []
@@ -166,12 +172,15 @@ def ingest(
             def on_events(done: int, total: int, i: int = i) -> None:
                 report("parse", (i + done / max(total, 1)) / len(files))
 
-            trace = parse_trace(f, include_python=include_python, progress=on_events)
+            try:
+                trace = parse_trace(f, include_python=include_python, progress=on_events)
+            except TraceFormatError as e:  # name the user's file, not a temporary copy
+                raise TraceFormatError(str(e).replace(str(f), labels[f])) from None
             if trace.events_total == 0:
-                raise TraceFormatError(f"{f}: the trace has no events (empty traceEvents)")
+                raise TraceFormatError(f"{labels[f]}: the trace has no events (empty traceEvents)")
             traces.append(trace)
         hasher.join()
-        _check_ranks(traces)
+        _check_ranks(traces, labels)
         digest = hashlib.sha256("".join(sorted(hasher.digests)).encode()).hexdigest()
         what = str(in_paths[0]) if len(in_paths) == 1 else f"{in_paths[0]} (+{len(in_paths) - 1})"
         existing = store.find_by_sha256(digest)
@@ -193,12 +202,13 @@ def ingest(
     return run_id
 
 
-def _check_ranks(traces: list[RankTrace]) -> None:
+def _check_ranks(traces: list[RankTrace], labels: dict[Path, str]) -> None:
     seen: dict[int, Path] = {}
     for t in traces:
         if t.rank in seen:
             raise TraceFormatError(
-                f"{t.path}: rank {t.rank} ({t.rank_source}) is also the rank of {seen[t.rank]}"
+                f"{labels[t.path]}: rank {t.rank} ({t.rank_source}) is also the rank of "
+                f"{labels[seen[t.rank]]}"
             )
         seen[t.rank] = t.path
 

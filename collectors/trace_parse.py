@@ -720,7 +720,7 @@ def _decode_events(trace: RankTrace, raws: list[msgspec.Raw]) -> list[_Event]:
         try:
             out.append(_EVENT.decode(raw))
         except (msgspec.ValidationError, msgspec.DecodeError) as err:
-            trace.note_malformed(f"event {bytes(raw[:80])!r}: {_short(err)}")
+            trace.note_malformed(f"event {bytes(raw)[:80]!r}: {_short(err)}")
     return out
 
 

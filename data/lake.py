@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import shutil
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -50,14 +51,14 @@ class Lake:
             if not empty.exists():
                 self._write_atomic(empty, arrow_schema(table).empty_table().drop(["run_id"]))
         if not meta.exists():
-            tmp = meta.with_suffix(".tmp")
+            tmp = meta.with_name(f".{meta.name}.{os.getpid()}.{threading.get_ident()}.tmp")
             tmp.write_text(json.dumps({"schema_version": SCHEMA_VERSION}))
             os.replace(tmp, meta)
 
     @staticmethod
     def _write_atomic(path: Path, table: pa.Table) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         pq.write_table(table, tmp, compression="zstd")
         os.replace(tmp, path)
 

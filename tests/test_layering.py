@@ -1,0 +1,114 @@
+"""Arrows go one way: collectors -> data <- analysis <- pages/app.py (ARCHITECTURE.md).
+
+Every import in the layer's files counts, including imports inside functions and under
+TYPE_CHECKING, relative imports (resolved to their absolute module) and importlib calls with
+a literal module name.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+FORBIDDEN: dict[str, set[str]] = {
+    "data": {"analysis", "collectors", "pages", "app", "streamlit", "plotly", "torch", "pynvml"},
+    "analysis": {"collectors", "pages", "app", "streamlit", "torch", "pynvml"},
+    "collectors": {"analysis", "pages", "app", "streamlit", "plotly"},
+    "pages": {"collectors", "duckdb", "pynvml", "torch"},
+    "app": {"collectors", "duckdb", "pynvml", "torch"},
+}
+
+
+def layer_files(root: Path, layer: str) -> list[Path]:
+    if layer == "app":
+        return [root / "app.py"] if (root / "app.py").is_file() else []
+    folder = root / layer
+    return sorted(folder.rglob("*.py")) if folder.is_dir() else []
+
+
+def imported_modules(path: Path, root: Path) -> Iterator[tuple[int, str]]:
+    """(line, absolute module name) of every import in a file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = list(path.relative_to(root).parts[:-1])  # the file's package, as a list
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                prefix = ".".join(package[: len(package) - (node.level - 1)])
+                mod = f"{prefix}.{node.module}" if node.module else prefix
+                if not node.module:  # from . import x  -> x is a module of the package
+                    for alias in node.names:
+                        yield node.lineno, f"{prefix}.{alias.name}" if prefix else alias.name
+                    continue
+                yield node.lineno, mod.lstrip(".")
+            elif node.module:
+                yield node.lineno, node.module
+        elif (
+            isinstance(node, ast.Call)
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+            and (
+                (isinstance(node.func, ast.Name) and node.func.id == "__import__")
+                or (isinstance(node.func, ast.Attribute) and node.func.attr == "import_module")
+            )
+        ):
+            yield node.lineno, node.args[0].value
+
+
+def violations(root: Path, layer: str) -> list[str]:
+    """'file:line: layer imports module' for every forbidden import, in file and line order."""
+    bad = []
+    for f in layer_files(root, layer):
+        for line, mod in sorted(imported_modules(f, root)):
+            if mod.split(".")[0] in FORBIDDEN[layer]:
+                bad.append(f"{f.relative_to(root)}:{line}: {layer} imports {mod}")
+    return bad
+
+
+@pytest.mark.parametrize("layer", list(FORBIDDEN))
+def test_layer_imports(layer: str) -> None:
+    assert violations(REPO, layer) == []
+
+
+def test_layers_exist() -> None:
+    """The check is not vacuous: the layers that exist today hold code with imports."""
+    for layer in ("data", "collectors"):
+        files = layer_files(REPO, layer)
+        assert files, layer
+        assert any(list(imported_modules(f, REPO)) for f in files), layer
+
+
+def test_checker_flags_planted_imports(tmp_path: Path) -> None:
+    (tmp_path / "data" / "sub").mkdir(parents=True)
+    (tmp_path / "data" / "__init__.py").write_text("")
+    (tmp_path / "data" / "ok.py").write_text(
+        "import json\nfrom data.errors import DashError\nfrom . import schema\n"
+    )
+    (tmp_path / "data" / "sub" / "bad.py").write_text(
+        "import streamlit as st\n"
+        "from collectors.ingest import ingest\n"
+        "from ...analysis import roofline\n"
+        "def f():\n    import torch.cuda\n"
+        "import importlib\nm = importlib.import_module('pynvml')\n"
+    )
+    (tmp_path / "pages").mkdir()
+    (tmp_path / "pages" / "1_runs.py").write_text("import duckdb\n")
+    (tmp_path / "app.py").write_text("from collectors import ingest\n")
+
+    assert violations(tmp_path, "data") == [
+        "data/sub/bad.py:1: data imports streamlit",
+        "data/sub/bad.py:2: data imports collectors.ingest",
+        "data/sub/bad.py:3: data imports analysis",
+        "data/sub/bad.py:5: data imports torch.cuda",
+        "data/sub/bad.py:7: data imports pynvml",
+    ]
+    assert violations(tmp_path, "pages") == ["pages/1_runs.py:1: pages imports duckdb"]
+    assert violations(tmp_path, "app") == ["app.py:1: app imports collectors"]
+    assert violations(tmp_path, "analysis") == []  # a missing folder is no violation
