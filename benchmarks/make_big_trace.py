@@ -26,7 +26,11 @@ def main() -> None:
     ap.add_argument("--target-mb", type=float, default=360.0)
     args = ap.parse_args()
 
-    raw = gzip.open(args.source).read() if args.source.suffix == ".gz" else args.source.read_bytes()
+    if args.source.suffix == ".gz":
+        with gzip.open(args.source) as fh:
+            raw = fh.read()
+    else:
+        raw = args.source.read_bytes()
     start = raw.index(b"[", raw.index(b'"traceEvents"')) + 1
     end = raw.rindex(b"]", start, raw.rindex(b"}"))  # Kineto writes traceEvents last
     head, body, tail = raw[:start], raw[start:end].rstrip().rstrip(b","), raw[end:]
@@ -52,7 +56,8 @@ def main() -> None:
             chunk = _IDS.sub(_id, _TS.sub(_ts, body)) if k else body
             out.write((b",\n" if k else b"") + chunk)
         out.write(b"\n" + tail)
-    print(f"{args.out}: {args.out.stat().st_size / 1e6:.0f} MB, {copies} copies of {args.source.name}")
+    size_mb = args.out.stat().st_size / 1e6
+    print(f"{args.out}: {size_mb:.0f} MB, {copies} copies of {args.source.name}")
 
 
 if __name__ == "__main__":

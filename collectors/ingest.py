@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import secrets
 import sys
 import tarfile
@@ -169,6 +168,7 @@ def ingest(
         hasher.start()
         traces: list[RankTrace] = []
         for i, f in enumerate(files):
+
             def on_events(done: int, total: int, i: int = i) -> None:
                 report("parse", (i + done / max(total, 1)) / len(files))
 
@@ -230,8 +230,15 @@ def _write_run(
         con = duckdb.connect(":memory:")
         con.execute("SET autoinstall_known_extensions = false")
         con.execute("SET preserve_insertion_order = false")
-        for table in ("gpu_events", "runtime_calls", "cpu_ops", "annotations", "collectives",
-                      "memory_events", "python_functions"):
+        for table in (
+            "gpu_events",
+            "runtime_calls",
+            "cpu_ops",
+            "annotations",
+            "collectives",
+            "memory_events",
+            "python_functions",
+        ):
             parts = [_with_rank(t.tables[table], t.rank) for t in traces if table in t.tables]
             con.register(f"raw_{table}", _concat(parts, table))
         con.register("raw_ranks", _ranks_table(traces, digests))
@@ -243,7 +250,8 @@ def _write_run(
             src = "raw_runs" if table == "runs" else f"linked_{table}"
             cols = ", ".join(
                 f'CAST("{c.name}" AS {_duck_type(c.type)}) AS "{c.name}"'
-                for c in TABLES[table] if c.name != "run_id"
+                for c in TABLES[table]
+                if c.name != "run_id"
             )
             order = " ORDER BY rank, ts_ns" if "ts_ns" in column_names(table) else ""
             target = lake.staged_file(run_id, table)
@@ -298,8 +306,9 @@ def _ranks_table(traces: list[RankTrace], digests: list[str]) -> pa.Table:
             "malformed_examples": metadata_json(t.malformed_examples),
             "category_counts": metadata_json(dict(t.category_counts)),
         })  # fmt: skip
-    schema = pa.schema([f for f in arrow_schema("ranks") if f.name not in ("run_id", "start_ns",
-                                                                            "end_ns")])
+    schema = pa.schema(
+        [f for f in arrow_schema("ranks") if f.name not in ("run_id", "start_ns", "end_ns")]
+    )
     return pa.Table.from_pylist(rows, schema=schema)
 
 
@@ -317,8 +326,9 @@ def _devices_table(traces: list[RankTrace]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=schema)
 
 
-def _run_row(con: duckdb.DuckDBPyConnection, run: dict[str, Any],
-             traces: list[RankTrace]) -> pa.Table:
+def _run_row(
+    con: duckdb.DuckDBPyConnection, run: dict[str, Any], traces: list[RankTrace]
+) -> pa.Table:
     kernels, device = con.execute(
         "SELECT (SELECT count(*) FROM linked_gpu_events WHERE kind = 'kernel'), "
         "(SELECT d.name FROM linked_devices d ORDER BY "
@@ -422,8 +432,11 @@ def _progress_printer(json_lines: bool) -> StageProgress:
 
     def show(stage: str, frac: float) -> None:
         if json_lines:
-            print(json.dumps({"stage": stage, "fraction": round(frac, 4)}), file=sys.stderr,
-                  flush=True)
+            print(
+                json.dumps({"stage": stage, "fraction": round(frac, 4)}),
+                file=sys.stderr,
+                flush=True,
+            )
         elif frac - last[0] >= 0.1 or stage != "parse":
             print(f"{stage}: {frac:.0%}", file=sys.stderr, flush=True)
             last[0] = frac
@@ -441,19 +454,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("paths", nargs="+", type=Path, help="trace files, folders or archives")
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR, help="store folder")
     ap.add_argument("--name", help="run name (default: the file or folder name)")
-    ap.add_argument("--tag", action="append", default=[], metavar="KEY=VALUE",
-                    help="run metadata, repeatable")
-    ap.add_argument("--python-functions", action="store_true",
-                    help="also store python_function events (off by default: large)")
-    ap.add_argument("--progress-json", action="store_true",
-                    help="progress as JSON lines on stderr (for the dashboard)")
+    ap.add_argument(
+        "--tag", action="append", default=[], metavar="KEY=VALUE", help="run metadata, repeatable"
+    )
+    ap.add_argument(
+        "--python-functions",
+        action="store_true",
+        help="also store python_function events (off by default: large)",
+    )
+    ap.add_argument(
+        "--progress-json",
+        action="store_true",
+        help="progress as JSON lines on stderr (for the dashboard)",
+    )
     args = ap.parse_args(argv)
     tags = dict(t.split("=", 1) if "=" in t else (t, "") for t in args.tag)
     t0 = time.perf_counter()
     try:
-        run_id = ingest(args.paths, data_dir=args.data, name=args.name, tags=tags,
-                        include_python=args.python_functions,
-                        progress=_progress_printer(args.progress_json))
+        run_id = ingest(
+            args.paths,
+            data_dir=args.data,
+            name=args.name,
+            tags=tags,
+            include_python=args.python_functions,
+            progress=_progress_printer(args.progress_json),
+        )
     except DashError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

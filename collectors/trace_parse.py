@@ -11,6 +11,7 @@ silently.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import gzip
 import json
@@ -20,7 +21,7 @@ import os
 import re
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -238,9 +239,7 @@ def _top_level(path: Path, buf: bytes | mmap.mmap) -> tuple[dict[str, Any], list
     if isinstance(top, list):  # Chrome's "JSON array" form: events only
         return {}, top
     if top.traceEvents is None:
-        raise TraceFormatError(
-            f"{path}: no 'traceEvents' list; is this a torch.profiler export?"
-        )
+        raise TraceFormatError(f"{path}: no 'traceEvents' list; is this a torch.profiler export?")
     meta = _header(buf)
     for key in _Doc.__struct_fields__[1:]:
         if getattr(top, key) is not None:
@@ -403,8 +402,10 @@ class _Builder:
         calls = [self._runtime(buckets.get(k, []), k) for k in ("runtime", "driver", "sync")]
         self._add("runtime_calls", pa.concat_tables(calls))
         self._add("cpu_ops", self._cpu_ops(buckets.get("cpu_op", [])))
-        ann = [self._annotations(buckets.get(f"{k}user_annotation", []), k or "cpu")
-               for k in ("", "gpu_")]
+        ann = [
+            self._annotations(buckets.get(f"{k}user_annotation", []), k or "cpu")
+            for k in ("", "gpu_")
+        ]
         self._add("annotations", pa.concat_tables(ann))
         self._add("memory_events", self._memory(memory))
         if self.include_python:
@@ -414,7 +415,9 @@ class _Builder:
         if part.num_rows:
             self.parts.setdefault(table, []).append(part)
 
-    def _timed(self, events: list[_Event], label: str) -> tuple[list[_Event], np.ndarray, np.ndarray]:
+    def _timed(
+        self, events: list[_Event], label: str
+    ) -> tuple[list[_Event], np.ndarray, np.ndarray]:
         """Keep events with a valid ts and dur; count the others."""
         ts, ok_ts = _exact_ns([e.ts for e in events])
         dur, ok_dur = _dur_ns([e.dur for e in events])
@@ -442,8 +445,12 @@ class _Builder:
             dst = [m.group(3) if m else None for m in parsed]
         else:
             mk = src = dst = [None] * len(events)
-        stream = [a.stream if a.stream is not None else e.tid for a, e in zip(args, events)]
-        device = [a.device if a.device is not None else e.pid for a, e in zip(args, events)]
+        stream = [
+            a.stream if a.stream is not None else e.tid for a, e in zip(args, events, strict=True)
+        ]
+        device = [
+            a.device if a.device is not None else e.pid for a, e in zip(args, events, strict=True)
+        ]
         cols: dict[str, pa.Array[Any]] = {
             "kind": pa.array([kind] * len(events), pa.string()),
             "name": pa.array(names, pa.string()),
@@ -473,8 +480,16 @@ class _Builder:
         table = pa.table(cols)
         comm = [i for i, a in enumerate(args) if a.collective_name is not None]
         if comm:
-            self._add("collectives", _collectives("kernel", [events[i] for i in comm],
-                                                  [args[i] for i in comm], ts[comm], dur[comm]))
+            self._add(
+                "collectives",
+                _collectives(
+                    "kernel",
+                    [events[i] for i in comm],
+                    [args[i] for i in comm],
+                    ts[comm],
+                    dur[comm],
+                ),
+            )
         return table
 
     def _runtime(self, events: list[_Event], category: str) -> pa.Table:
@@ -498,8 +513,16 @@ class _Builder:
         args = _decode_args(self.trace, events, _OpArgs, "cpu_op")
         comm = [i for i, a in enumerate(args) if a.collective_name is not None]
         if comm:
-            self._add("collectives", _collectives("cpu_op", [events[i] for i in comm],
-                                                  [args[i] for i in comm], ts[comm], dur[comm]))
+            self._add(
+                "collectives",
+                _collectives(
+                    "cpu_op",
+                    [events[i] for i in comm],
+                    [args[i] for i in comm],
+                    ts[comm],
+                    dur[comm],
+                ),
+            )
         return pa.table({
             "name": pa.array([e.name for e in events], pa.string()),
             "pid": _ints([e.pid for e in events]), "tid": _ints([e.tid for e in events]),
@@ -573,8 +596,11 @@ def _call_kind(name: str, category: str) -> str:
 
 
 def _collectives(
-    source: str, events: list[_Event], args: Sequence[_GpuArgs | _OpArgs],
-    ts: np.ndarray, dur: np.ndarray,
+    source: str,
+    events: list[_Event],
+    args: Sequence[_GpuArgs | _OpArgs],
+    ts: np.ndarray,
+    dur: np.ndarray,
 ) -> pa.Table:
     return pa.table({
         "source": pa.array([source] * len(events), pa.string()),
@@ -638,17 +664,18 @@ def parse_trace(
         return trace
     finally:
         if isinstance(buf, mmap.mmap):
-            try:
+            with contextlib.suppress(BufferError):  # a value still views the map; GC closes it
                 buf.close()
-            except BufferError:  # a decoded value still views the map; GC will close it
-                pass
         if gc_was_enabled:
             gc.enable()
 
 
 def _build(
-    trace: RankTrace, raws: list[msgspec.Raw], include_python: bool,
-    progress: Progress | None, scale: float = 1.0,
+    trace: RankTrace,
+    raws: list[msgspec.Raw],
+    include_python: bool,
+    progress: Progress | None,
+    scale: float = 1.0,
 ) -> dict[str, list[pa.Table]]:
     builder = _Builder(trace, include_python)
     total = len(raws)
@@ -702,8 +729,18 @@ def _child(send: Any, parent: RankTrace, raws: list[msgspec.Raw], include_python
     )  # fmt: skip
     try:
         parts = _build(trace, raws, include_python, None)
-        send.send(("ok", (parts, trace.category_counts, trace.events_skipped, trace.malformed,
-                          trace.malformed_examples)))
+        send.send(
+            (
+                "ok",
+                (
+                    parts,
+                    trace.category_counts,
+                    trace.events_skipped,
+                    trace.malformed,
+                    trace.malformed_examples,
+                ),
+            )
+        )
     except BaseException as e:  # reported by the parent, which owns the error message
         send.send(("error", f"{type(e).__name__}: {e}"))
     finally:

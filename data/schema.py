@@ -93,8 +93,12 @@ TABLES: dict[str, tuple[Column, ...]] = {
         ("dur_ns", I64, "duration on the GPU"),
         ("correlation", I64, "id shared with the launching runtime call"),
         ("external_id", I64, "External id of the CPU op on the stack at launch, if recorded"),
-        ("op_external_id", I64, "External id of the launching CPU op (own or via the runtime call)"),
-        ("launch_api", STR, "runtime/driver call that launched it (cudaLaunchKernel, cudaGraphLaunch…)"),
+        (
+            "op_external_id",
+            I64,
+            "External id of the launching CPU op (own, else its launch call's)",
+        ),
+        ("launch_api", STR, "launching runtime/driver call (cudaLaunchKernel, cudaGraphLaunch…)"),
         ("launch_ts_ns", I64, "start of that runtime call (CPU clock)"),
         ("step", I32, "ProfilerStep number of the launching call, NULL if outside steps"),
         ("grid_x", I32, "grid size x"),
@@ -244,8 +248,14 @@ def markdown() -> str:
         "",
     ]
     for table, cols in TABLES.items():
-        out += [f"## `{table}`", "", TABLE_PURPOSE[table], "", "| column | type | meaning |",
-                "|---|---|---|"]
+        out += [
+            f"## `{table}`",
+            "",
+            TABLE_PURPOSE[table],
+            "",
+            "| column | type | meaning |",
+            "|---|---|---|",
+        ]
         out += [f"| `{c.name}` | {c.type} | {c.doc} |" for c in cols]
         out.append("")
     return "\n".join(out)

@@ -86,16 +86,25 @@ def run_ingest(
     on_progress: Callable[[str, float], None] | None = None,
 ) -> str:
     """Ingest traces in a child process; returns the run id or raises DashError (one line)."""
-    cmd = [sys.executable, "-m", "collectors.ingest", *map(str, paths), "--data", str(data_dir()),
-           "--progress-json"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "collectors.ingest",
+        *map(str, paths),
+        "--data",
+        str(data_dir()),
+        "--progress-json",
+    ]
     if name:
         cmd += ["--name", name]
     for tag in tags:
         cmd += ["--tag", tag]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     errors: list[str] = []
-    assert proc.stderr is not None and proc.stdout is not None
+    assert proc.stderr is not None
+    assert proc.stdout is not None
     for line in proc.stderr:
         if line.startswith("{") and on_progress is not None:
             msg = json.loads(line)
@@ -123,8 +132,9 @@ def selected_run(s: Store) -> str | None:
         st.info("No runs yet. Upload a torch.profiler trace on the Upload page.")
         return None
     ids = runs["run_id"].tolist()
-    labels = dict(zip(ids, (f"{n} · {i}" for n, i in zip(runs["name"], ids, strict=True)),
-                      strict=True))
+    labels = dict(
+        zip(ids, (f"{n} · {i}" for n, i in zip(runs["name"], ids, strict=True)), strict=True)
+    )
     wanted = st.session_state.get("run") or st.query_params.get("run")
     index = ids.index(wanted) if wanted in ids else 0
     run_id: str = st.sidebar.selectbox("Run", ids, index=index, format_func=labels.__getitem__)

@@ -27,35 +27,56 @@ if devices.empty:
     st.markdown("**CPU only**: the trace has no GPU device properties")
 else:
     d = devices.iloc[0]
-    st.markdown(f"**{d['name']}** · {d['num_sms']} SMs · {fmt_bytes(d['total_global_mem_bytes'])}"
-                f" · compute capability {d['compute_major']}.{d['compute_minor']}"
-                + (f" · {per_rank} GPUs visible per rank"
-                   if (per_rank := int(devices.groupby("rank").size().max())) > 1 else ""))
+    st.markdown(
+        f"**{d['name']}** · {d['num_sms']} SMs · {fmt_bytes(d['total_global_mem_bytes'])}"
+        f" · compute capability {d['compute_major']}.{d['compute_minor']}"
+        + (
+            f" · {per_rank} GPUs visible per rank"
+            if (per_rank := int(devices.groupby("rank").size().max())) > 1
+            else ""
+        )
+    )
 
 c = st.columns(5)
 c[0].metric("Ranks", ov.rank_count)
 c[1].metric("Steps", ov.step_count or "—", help="ProfilerStep#N ranges in the trace")
-c[2].metric("Time per step", fmt_ms(ov.step_time_ms),
-            help="Median time from one step's start to the next (slowest rank)")
-c[3].metric("GPU busy", fmt_pct(ov.gpu_busy_pct),
-            help="Union of all GPU activity (any stream) over the step time")
+c[2].metric(
+    "Time per step",
+    fmt_ms(ov.step_time_ms),
+    help="Median time from one step's start to the next (slowest rank)",
+)
+c[3].metric(
+    "GPU busy",
+    fmt_pct(ov.gpu_busy_pct),
+    help="Union of all GPU activity (any stream) over the step time",
+)
 c[4].metric("Kernels", f"{ov.kernel_count:,}", help=f"{fmt_ms(ov.kernel_time_ms)} of kernel time")
 
 if run["events_malformed"]:
     examples = [e for r in ranks["malformed_examples"] for e in json.loads(r or "[]")]
-    st.warning(f"{run['events_malformed']:,} malformed event(s) were not fully read, e.g.: "
-               + "; ".join(examples[:3]), icon="⚠️")
+    st.warning(
+        f"{run['events_malformed']:,} malformed event(s) were not fully read, e.g.: "
+        + "; ".join(examples[:3]),
+        icon="⚠️",
+    )
 
 per_step = step_times(steps)
 if not per_step.empty:
     st.subheader("Steps")
     fig = go.Figure()
-    fig.add_bar(x=per_step["step"], y=per_step["step_time_ms"], name="time per step (ms)",
-                customdata=per_step["gpu_busy_pct"],
-                hovertemplate="step %{x}<br>%{y:.2f} ms<br>GPU busy %{customdata:.1f} %"
-                              "<extra></extra>")
-    fig.update_layout(xaxis={"title": "step", "type": "category"}, yaxis_title="ms", height=280,
-                      margin={"l": 10, "r": 10, "t": 10, "b": 10})
+    fig.add_bar(
+        x=per_step["step"],
+        y=per_step["step_time_ms"],
+        name="time per step (ms)",
+        customdata=per_step["gpu_busy_pct"],
+        hovertemplate="step %{x}<br>%{y:.2f} ms<br>GPU busy %{customdata:.1f} %<extra></extra>",
+    )
+    fig.update_layout(
+        xaxis={"title": "step", "type": "category"},
+        yaxis_title="ms",
+        height=280,
+        margin={"l": 10, "r": 10, "t": 10, "b": 10},
+    )
     st.plotly_chart(fig, width="stretch")
 
 st.subheader("Top 10 kernels by total time")
@@ -64,19 +85,32 @@ if top.empty:
     st.info("This run has no GPU kernels (a CPU-only trace).")
 else:
     st.dataframe(
-        top, hide_index=True, width="stretch",
+        top,
+        hide_index=True,
+        width="stretch",
         column_config={
             "name": st.column_config.TextColumn("kernel", width="large"),
             "total_ms": st.column_config.NumberColumn("total (ms)", format="%.3f"),
             "mean_us": st.column_config.NumberColumn("mean (µs)", format="%.1f"),
             "share_pct": st.column_config.ProgressColumn(
-                "share of kernel time", format="%.1f %%", min_value=0, max_value=100),
+                "share of kernel time", format="%.1f %%", min_value=0, max_value=100
+            ),
         },
     )
 
 with st.expander("Ranks"):
-    st.dataframe(pd.DataFrame({
-        "rank": ranks["rank"], "device": ranks["device_name"], "file": ranks["file_name"],
-        "kernels": ranks["kernel_count"], "events": ranks["events_total"],
-        "malformed": ranks["events_malformed"], "rank from": ranks["rank_source"],
-    }), hide_index=True, width="stretch")
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "rank": ranks["rank"],
+                "device": ranks["device_name"],
+                "file": ranks["file_name"],
+                "kernels": ranks["kernel_count"],
+                "events": ranks["events_total"],
+                "malformed": ranks["events_malformed"],
+                "rank from": ranks["rank_source"],
+            }
+        ),
+        hide_index=True,
+        width="stretch",
+    )

@@ -16,21 +16,30 @@ if runs.empty:
 
 sizes = s.query("SELECT run_id, sum(file_bytes) AS bytes FROM ranks GROUP BY run_id")
 table = runs.merge(sizes, on="run_id", how="left")
-view = pd.DataFrame({
-    "name": table["name"],
-    "run id": table["run_id"],
-    "device": table["device_name"].fillna("CPU only"),
-    "ranks": table["rank_count"],
-    "kernels": table["kernel_count"],
-    "events": table["events_total"],
-    "malformed": table["events_malformed"],
-    "size": [fmt_bytes(b) for b in table["bytes"]],
-    "ingested": pd.to_datetime(table["ingested_at_ns"], unit="ns", utc=True).dt.strftime(
-        "%Y-%m-%d %H:%M:%S UTC"),
-})
+view = pd.DataFrame(
+    {
+        "name": table["name"],
+        "run id": table["run_id"],
+        "device": table["device_name"].fillna("CPU only"),
+        "ranks": table["rank_count"],
+        "kernels": table["kernel_count"],
+        "events": table["events_total"],
+        "malformed": table["events_malformed"],
+        "size": [fmt_bytes(b) for b in table["bytes"]],
+        "ingested": pd.to_datetime(table["ingested_at_ns"], unit="ns", utc=True).dt.strftime(
+            "%Y-%m-%d %H:%M:%S UTC"
+        ),
+    }
+)
 st.caption(f"{len(view)} run(s) in `{s.data_dir}`")
-picked = st.dataframe(view, hide_index=True, width="stretch", on_select="rerun",
-                      selection_mode="single-row", key="runs_table")
+picked = st.dataframe(
+    view,
+    hide_index=True,
+    width="stretch",
+    on_select="rerun",
+    selection_mode="single-row",
+    key="runs_table",
+)
 rows = picked.selection.rows if picked is not None else []
 if rows:
     run_id = str(view.iloc[rows[0]]["run id"])

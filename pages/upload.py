@@ -16,8 +16,12 @@ st.markdown(
     "as data only, never executed."
 )
 s = store()
-files = st.file_uploader("Trace files", type=["json", "gz", "zip", "tar", "tgz"],
-                         accept_multiple_files=True, key="trace_files")
+files = st.file_uploader(
+    "Trace files",
+    type=["json", "gz", "zip", "tar", "tgz"],
+    accept_multiple_files=True,
+    key="trace_files",
+)
 name = st.text_input("Run name (optional)", placeholder="defaults to the file name")
 
 if st.button("Ingest", type="primary", icon=":material/upload:"):

@@ -78,8 +78,11 @@ def test_overview_matches_the_store(store_dir: Path) -> None:
         "CROSS JOIN (SELECT count(*) FROM gpu_events WHERE run_id = ? AND kind = 'kernel')",
         [run_id, run_id],
     ).iloc[0]
-    n_kernels = int(s.query("SELECT count(*) n FROM gpu_events WHERE run_id = ? AND "
-                            "kind = 'kernel'", [run_id]).iloc[0]["n"])
+    n_kernels = int(
+        s.query(
+            "SELECT count(*) n FROM gpu_events WHERE run_id = ? AND kind = 'kernel'", [run_id]
+        ).iloc[0]["n"]
+    )
     at = app()
     at.session_state["run"] = run_id
     at.run()
@@ -119,7 +122,8 @@ def test_upload_rejects_bad_input_and_keeps_the_store(store_dir: Path) -> None:
     at.button[0].click().run()
     assert not at.exception
     assert len(at.error) == 1
-    assert "notes.json" in at.error[0].value and "not JSON" in at.error[0].value
+    assert "notes.json" in at.error[0].value
+    assert "not JSON" in at.error[0].value
     assert s.checksums() == before
 
 

@@ -18,7 +18,9 @@ opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
 x, y = torch.randn(64, 256), torch.randint(0, 10, (64,))
 raw = out.with_suffix("")
 with torch.profiler.profile(
-    activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True, profile_memory=True,
+    activities=[torch.profiler.ProfilerActivity.CPU],
+    record_shapes=True,
+    profile_memory=True,
     schedule=torch.profiler.schedule(wait=1, warmup=1, active=3),
     on_trace_ready=lambda p: p.export_chrome_trace(str(raw)),
 ) as prof:

@@ -87,17 +87,36 @@ def nvml_sampler(stop: threading.Event, path: Path, gpu: int = 0) -> None:
     except N.NVMLError as e:
         print("nvml: no GPM metrics:", e, flush=True)
         gpm, prev, cur = False, None, None
-    cols = ["ts_ns", "gpu", "util_gpu_pct", "util_mem_pct", "sm_clock_mhz", "mem_clock_mhz",
-            "power_mw", "temp_c", "mem_used_bytes", "clocks_event_reasons", *ids]
+    cols = [
+        "ts_ns",
+        "gpu",
+        "util_gpu_pct",
+        "util_mem_pct",
+        "sm_clock_mhz",
+        "mem_clock_mhz",
+        "power_mw",
+        "temp_c",
+        "mem_used_bytes",
+        "clocks_event_reasons",
+        *ids,
+    ]
     with path.open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(cols)
         while not stop.wait(0.1):
             u = N.nvmlDeviceGetUtilizationRates(h)
-            row = [time.time_ns(), gpu, u.gpu, u.memory,
-                   N.nvmlDeviceGetClockInfo(h, N.NVML_CLOCK_SM), N.nvmlDeviceGetClockInfo(h, N.NVML_CLOCK_MEM),
-                   N.nvmlDeviceGetPowerUsage(h), N.nvmlDeviceGetTemperature(h, N.NVML_TEMPERATURE_GPU),
-                   N.nvmlDeviceGetMemoryInfo(h).used, N.nvmlDeviceGetCurrentClocksEventReasons(h)]
+            row = [
+                time.time_ns(),
+                gpu,
+                u.gpu,
+                u.memory,
+                N.nvmlDeviceGetClockInfo(h, N.NVML_CLOCK_SM),
+                N.nvmlDeviceGetClockInfo(h, N.NVML_CLOCK_MEM),
+                N.nvmlDeviceGetPowerUsage(h),
+                N.nvmlDeviceGetTemperature(h, N.NVML_TEMPERATURE_GPU),
+                N.nvmlDeviceGetMemoryInfo(h).used,
+                N.nvmlDeviceGetCurrentClocksEventReasons(h),
+            ]
             vals: dict[int, float] = {}
             if gpm:
                 N.nvmlGpmSampleGet(h, cur)
@@ -107,8 +126,11 @@ def nvml_sampler(stop: threading.Event, path: Path, gpu: int = 0) -> None:
                 for i, m in enumerate(ids.values()):
                     mg.metrics[i].metricId = m
                 N.nvmlGpmMetricsGet(mg)
-                vals = {m.metricId: m.value for m in mg.metrics[: len(ids)]
-                        if m.nvmlReturn == 0 and not math.isnan(m.value)}
+                vals = {
+                    m.metricId: m.value
+                    for m in mg.metrics[: len(ids)]
+                    if m.nvmlReturn == 0 and not math.isnan(m.value)
+                }
                 prev, cur = cur, prev
             w.writerow(row + [vals.get(m, "") for m in ids.values()])
 
@@ -120,9 +142,13 @@ def profiled(name: str, step_fn, steps: int = 5) -> None:
     acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
     sched = torch.profiler.schedule(wait=1, warmup=1, active=3, repeat=1)
     raw = OUT / f"{name}.pt.trace.json"
-    with torch.profiler.profile(activities=acts, schedule=sched, record_shapes=True,
-                                profile_memory=True,
-                                on_trace_ready=lambda p: p.export_chrome_trace(str(raw))) as prof:
+    with torch.profiler.profile(
+        activities=acts,
+        schedule=sched,
+        record_shapes=True,
+        profile_memory=True,
+        on_trace_ready=lambda p: p.export_chrome_trace(str(raw)),
+    ) as prof:
         for _ in range(steps):
             step_fn()
             prof.step()
@@ -139,7 +165,9 @@ def train(name: str, *, bf16: bool, fused: bool, batch: int, seq: int, vocab: in
     torch.manual_seed(0)
     torch.backends.cuda.matmul.allow_tf32 = False
     model = GPT(vocab, 512, 4, 8, fused).to(DEV)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=bf16, foreach=False if not bf16 else None)
+    opt = torch.optim.AdamW(
+        model.parameters(), lr=1e-4, fused=bf16, foreach=False if not bf16 else None
+    )
     host = torch.randint(0, vocab, (batch, seq + 1))
     if bf16:
         host = host.pin_memory()
@@ -167,7 +195,9 @@ def decode(name: str) -> None:
     model = GPT(8192, 1024, 6, 16, True).to(DEV, torch.bfloat16).eval()
     prompt = torch.randint(0, 8192, (1, 64), device=DEV)
 
-    def step() -> None:  # one generated sequence of 8 tokens, eager, batch 1 (16 gave an ~870 KB trace)
+    def step() -> (
+        None
+    ):  # one generated sequence of 8 tokens, eager, batch 1 (16 gave an ~870 KB trace)
         idx = prompt
         for _ in range(8):
             nxt = model(idx)[:, -1].argmax(-1, keepdim=True)
@@ -180,11 +210,14 @@ def decode(name: str) -> None:
 
 def ddp(rank: int, world: int) -> None:
     import torch.distributed as dist
+
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29533")
     dist.init_process_group("nccl", rank=rank, world_size=world)
     torch.cuda.set_device(rank)
     torch.manual_seed(0)
-    model = nn.parallel.DistributedDataParallel(GPT(8192, 512, 4, 8, True).cuda(rank), device_ids=[rank])
+    model = nn.parallel.DistributedDataParallel(
+        GPT(8192, 512, 4, 8, True).cuda(rank), device_ids=[rank]
+    )
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     data = torch.randint(0, 8192, (8, 513), device=rank)
 
@@ -202,8 +235,12 @@ def ddp(rank: int, world: int) -> None:
     acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
     sched = torch.profiler.schedule(wait=1, warmup=1, active=3, repeat=1)
     raw = folder / f"rank{rank}.pt.trace.json"
-    with torch.profiler.profile(activities=acts, schedule=sched, record_shapes=True,
-                                on_trace_ready=lambda p: p.export_chrome_trace(str(raw))) as prof:
+    with torch.profiler.profile(
+        activities=acts,
+        schedule=sched,
+        record_shapes=True,
+        on_trace_ready=lambda p: p.export_chrome_trace(str(raw)),
+    ) as prof:
         for _ in range(5):
             step()
             prof.step()
@@ -221,5 +258,6 @@ if __name__ == "__main__":
     decode("decode_b1_eager")
     if torch.cuda.device_count() >= 2:
         import torch.multiprocessing as mp
+
         mp.spawn(ddp, args=(2,), nprocs=2)
         print("ddp", sorted(os.listdir(OUT / "ddp_gpt_bf16_2rank")), flush=True)
