@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,9 +21,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from data.errors import DuplicateTraceError, SchemaVersionError
-from data.schema import SCHEMA_VERSION, TABLES, arrow_schema
+from data.schema import SCHEMA_VERSION, STREAM_TABLES, TABLES, arrow_schema
 
 EMPTY_PARTITION = "run_id=_empty"
+EMPTY_STREAM_PARTITION = "host=_empty"
 
 
 class Lake:
@@ -50,6 +52,10 @@ class Lake:
             empty = self.root / table / EMPTY_PARTITION / "data.parquet"
             if not empty.exists():
                 self._write_atomic(empty, arrow_schema(table).empty_table().drop(["run_id"]))
+        for table in STREAM_TABLES:
+            empty = self.root / table / EMPTY_STREAM_PARTITION / "data.parquet"
+            if not empty.exists():
+                self._write_atomic(empty, arrow_schema(table).empty_table().drop(["host"]))
         if not meta.exists():
             tmp = meta.with_name(f".{meta.name}.{os.getpid()}.{threading.get_ident()}.tmp")
             tmp.write_text(json.dumps({"schema_version": SCHEMA_VERSION}))
@@ -61,6 +67,18 @@ class Lake:
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         pq.write_table(table, tmp, compression="zstd")
         os.replace(tmp, path)
+
+    def write_segment(self, table: str, host: str, rows: pa.Table) -> Path:
+        """Append one immutable segment to a stream table (atomic: temp name, then rename).
+
+        `rows` has the table's columns without `host`, which the partition path carries.
+        """
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in host) or "unknown"
+        name = f"{time.time_ns()}-{os.getpid()}-{threading.get_ident()}.parquet"
+        path = self.root / table / f"host={safe}" / name
+        schema = arrow_schema(table)
+        self._write_atomic(path, rows.select(schema.names[1:]).cast(schema.remove(0)))
+        return path
 
     def glob(self, table: str) -> str:
         """The read_parquet glob of one table."""

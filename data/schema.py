@@ -213,14 +213,25 @@ TABLES: dict[str, tuple[Column, ...]] = {
 }
 
 
+# Tables that agents append to as a stream of small segments, partitioned by the host that
+# wrote them (lake/<table>/host=<host>/<segment>.parquet) rather than committed per run.
+# Their first column is `host`, which lives in the partition path, not in the files.
+STREAM_TABLES: dict[str, tuple[Column, ...]] = {}
+
+
+def columns(table: str) -> tuple[Column, ...]:
+    """The columns of a run table or a stream table."""
+    return TABLES[table] if table in TABLES else STREAM_TABLES[table]
+
+
 def arrow_schema(table: str) -> pa.Schema:
     """The Arrow schema of a store table."""
-    return pa.schema([pa.field(c.name, c.type) for c in TABLES[table]])
+    return pa.schema([pa.field(c.name, c.type) for c in columns(table)])
 
 
 def column_names(table: str) -> list[str]:
     """Column names of a store table, in order."""
-    return [c.name for c in TABLES[table]]
+    return [c.name for c in columns(table)]
 
 
 TABLE_PURPOSE = {
@@ -247,7 +258,7 @@ def markdown() -> str:
         "Timestamps are integer nanoseconds on the trace's clock; units are in column names.",
         "",
     ]
-    for table, cols in TABLES.items():
+    for table, cols in [*TABLES.items(), *STREAM_TABLES.items()]:
         out += [
             f"## `{table}`",
             "",

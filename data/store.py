@@ -16,7 +16,7 @@ import duckdb
 
 from data.errors import RunNotFoundError, SchemaVersionError
 from data.lake import Lake
-from data.schema import SCHEMA_VERSION, TABLES
+from data.schema import SCHEMA_VERSION, STREAM_TABLES, TABLES, column_names
 
 if TYPE_CHECKING:  # pandas costs 0.4 s to import; the ingest CLI never needs it
     import pandas as pd
@@ -61,6 +61,13 @@ class Store:
             )
             where = "" if table == "runs" else " WHERE run_id IN (SELECT run_id FROM runs)"
             self.con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT {cols} FROM {src}{where}")
+        for table in STREAM_TABLES:
+            cols = ", ".join(f'"{c}"' for c in column_names(table))
+            src = (
+                f"read_parquet('{self.lake.glob(table)}', hive_partitioning = true, "
+                "hive_types = {'host': VARCHAR}, union_by_name = true)"
+            )
+            self.con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT {cols} FROM {src}")
 
     def close(self) -> None:
         """Close the connection (releases the database file lock for an owner)."""
@@ -109,7 +116,7 @@ class Store:
     def checksums(self) -> dict[str, tuple[int, int]]:
         """(row count, order-independent hash of all rows) per table: detects any change."""
         out: dict[str, tuple[int, int]] = {}
-        for table in TABLES:
+        for table in [*TABLES, *STREAM_TABLES]:
             n, h = self.con.execute(
                 f"SELECT count(*), coalesce(bit_xor(hash(t)), 0) FROM {table} t"
             ).fetchall()[0]
