@@ -216,7 +216,15 @@ TABLES: dict[str, tuple[Column, ...]] = {
 # Tables that agents append to as a stream of small segments, partitioned by the host that
 # wrote them (lake/<table>/host=<host>/<segment>.parquet) rather than committed per run.
 # Their first column is `host`, which lives in the partition path, not in the files.
-STREAM_TABLES: dict[str, tuple[Column, ...]] = {}
+# One dict per feature, so that features add tables without touching each other's lines.
+
+# The NVML/GPM agent (collectors/nvml*.py).
+TELEMETRY_TABLES: dict[str, tuple[Column, ...]] = {}
+
+# Measured hardware ceilings (collectors/calibrate.py).
+CALIBRATION_TABLES: dict[str, tuple[Column, ...]] = {}
+
+STREAM_TABLES: dict[str, tuple[Column, ...]] = {**TELEMETRY_TABLES, **CALIBRATION_TABLES}
 
 
 def columns(table: str) -> tuple[Column, ...]:
@@ -234,7 +242,7 @@ def column_names(table: str) -> list[str]:
     return [c.name for c in columns(table)]
 
 
-TABLE_PURPOSE = {
+RUN_TABLE_PURPOSE = {
     "runs": "one row per ingested run (one trace file, or one file per rank)",
     "ranks": "one row per rank file: distributed info, event counts, malformed-event examples",
     "devices": "deviceProperties of each rank's trace",
@@ -247,6 +255,9 @@ TABLE_PURPOSE = {
     "memory_events": "allocator events from profile_memory=True",
     "python_functions": "python_function events (only with --python-functions)",
 }
+TELEMETRY_PURPOSE: dict[str, str] = {}
+CALIBRATION_PURPOSE: dict[str, str] = {}
+TABLE_PURPOSE = {**RUN_TABLE_PURPOSE, **TELEMETRY_PURPOSE, **CALIBRATION_PURPOSE}
 
 
 def markdown() -> str:
