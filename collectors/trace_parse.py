@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 from data.errors import TraceFormatError
 
 CHUNK_EVENTS = 65536
-PARALLEL_MIN_EVENTS = 4 * CHUNK_EVENTS
+PARALLEL_MIN_BYTES = 64 << 20  # below this a helper process costs more than it saves
 MAX_EXAMPLES = 5
 Progress = Callable[[int, int], None]
 
@@ -645,6 +645,7 @@ def parse_trace(
     buf = read_bytes(path)
     gc_was_enabled = gc.isenabled()
     gc.disable()
+    helper = _Helper.start(path, buf, include_python) if _worth_a_helper(buf) else None
     try:
         meta, raw_events = _top_level(path, buf)
         dist = meta.pop("distributedInfo", None)
@@ -658,11 +659,19 @@ def parse_trace(
             distributed_info=dist, devices=[d for d in devices if isinstance(d, dict)],
             tables={}, category_counts=Counter(), events_total=len(raw_events),
         )  # fmt: skip
-        parts = _build_parallel(trace, raw_events, include_python, progress)
+        total = len(raw_events)
+        mine = _split(total) if helper else total
+        parts = _build(
+            trace, raw_events[:mine], include_python, progress, scale=total / max(mine, 1)
+        )
         del raw_events
+        if helper:
+            helper.merge_into(trace, parts)
         trace.tables = {t: pa.concat_tables(p) for t, p in parts.items()}
         return trace
     finally:
+        if helper:
+            helper.close()
         if isinstance(buf, mmap.mmap):
             with contextlib.suppress(BufferError):  # a value still views the map; GC closes it
                 buf.close()
@@ -687,62 +696,68 @@ def _build(
     return builder.parts
 
 
-def _build_parallel(
-    trace: RankTrace, raws: list[msgspec.Raw], include_python: bool, progress: Progress | None
-) -> dict[str, list[pa.Table]]:
-    """Decode the second half of a big trace in a forked child while this process does the first.
+def _worth_a_helper(buf: bytes | mmap.mmap) -> bool:
+    return len(buf) >= PARALLEL_MIN_BYTES and (os.cpu_count() or 1) >= 2 and hasattr(os, "fork")
 
-    Decoding holds the GIL, so a second core needs a second process; fork shares the raw
-    buffer without copying it, and the child's Arrow tables come back through a pipe.
+
+def _split(total: int) -> int:
+    """Events [0, split) are this process's, [split, total) the helper's (chunk-aligned)."""
+    return min(total, (total // 2 // CHUNK_EVENTS + 1) * CHUNK_EVENTS)
+
+
+class _Helper:
+    """A forked child that decodes the second half of a big trace.
+
+    Decoding holds the GIL, so the second core needs a second process. It is forked before
+    the top-level pass, so both processes split the shared buffer (no copy) at the same time
+    and each decodes its half; the child's Arrow tables come back through a pipe.
     """
-    total = len(raws)
-    if total < PARALLEL_MIN_EVENTS or (os.cpu_count() or 1) < 2 or not hasattr(os, "fork"):
-        return _build(trace, raws, include_python, progress)
-    mid = (total // 2 // CHUNK_EVENTS + 1) * CHUNK_EVENTS
-    ctx = multiprocessing.get_context("fork")
-    recv, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_child, args=(send, trace, raws[mid:], include_python), daemon=True)
-    child.start()
-    send.close()
-    try:
-        parts = _build(trace, raws[:mid], include_python, progress, scale=total / mid)
-        status, payload = recv.recv()
-    finally:
-        recv.close()
-        child.join()
-    if status != "ok":
-        raise RuntimeError(f"{trace.path}: parse worker failed: {payload}")
-    child_parts, counts, skipped, malformed, examples = payload
-    trace.category_counts.update(counts)
-    trace.events_skipped += skipped
-    trace.malformed += malformed
-    trace.malformed_examples = (trace.malformed_examples + examples)[:MAX_EXAMPLES]
-    for table, tables in child_parts.items():
-        parts.setdefault(table, []).extend(tables)
-    return parts
+
+    def __init__(self, proc: Any, recv: Any) -> None:
+        self.proc, self.recv = proc, recv
+
+    @classmethod
+    def start(cls, path: Path, buf: bytes | mmap.mmap, include_python: bool) -> _Helper:
+        ctx = multiprocessing.get_context("fork")
+        recv, send = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_child, args=(send, path, buf, include_python), daemon=True)
+        proc.start()
+        send.close()
+        return cls(proc, recv)
+
+    def merge_into(self, trace: RankTrace, parts: dict[str, list[pa.Table]]) -> None:
+        status, payload = self.recv.recv()
+        if status != "ok":
+            raise RuntimeError(f"{trace.path}: parse helper failed: {payload}")
+        child_parts, counts, skipped, malformed, examples = payload
+        trace.category_counts.update(counts)
+        trace.events_skipped += skipped
+        trace.malformed += malformed
+        trace.malformed_examples = (trace.malformed_examples + examples)[:MAX_EXAMPLES]
+        for table, tables in child_parts.items():
+            parts.setdefault(table, []).extend(tables)
+
+    def close(self) -> None:
+        self.recv.close()
+        if self.proc.is_alive():  # the parent failed first (e.g. not a trace): stop the child
+            self.proc.terminate()
+        self.proc.join()
 
 
-def _child(send: Any, parent: RankTrace, raws: list[msgspec.Raw], include_python: bool) -> None:
+def _child(send: Any, path: Path, buf: bytes | mmap.mmap, include_python: bool) -> None:
     trace = RankTrace(
-        path=parent.path, file_bytes=0, rank=0, rank_source="", world_size=None, metadata={},
+        path=path, file_bytes=0, rank=0, rank_source="", world_size=None, metadata={},
         distributed_info=None, devices=[], tables={}, category_counts=Counter(),
     )  # fmt: skip
     try:
-        parts = _build(trace, raws, include_python, None)
-        send.send(
-            (
-                "ok",
-                (
-                    parts,
-                    trace.category_counts,
-                    trace.events_skipped,
-                    trace.malformed,
-                    trace.malformed_examples,
-                ),
-            )
-        )
-    except BaseException as e:  # reported by the parent, which owns the error message
-        send.send(("error", f"{type(e).__name__}: {e}"))
+        _, raws = _top_level(path, buf)
+        parts = _build(trace, raws[_split(len(raws)) :], include_python, None)
+        result = (parts, trace.category_counts, trace.events_skipped, trace.malformed,
+                  trace.malformed_examples)  # fmt: skip
+        send.send(("ok", result))
+    except BaseException as e:  # the parent owns the error message (it hits the same error)
+        with contextlib.suppress(OSError):
+            send.send(("error", f"{type(e).__name__}: {e}"))
     finally:
         send.close()
 
