@@ -1,0 +1,360 @@
+"""torch.profiler straight into the dashboard: two lines in a training or inference script.
+
+    from collectors.torch_profiler import profile_to_dashboard
+    with profile_to_dashboard(run="gpt2-bf16", schedule=...) as prof:
+        for batch in loader:
+            train_step(batch)
+            prof.step()
+
+Each profiling cycle of the schedule becomes one run named `run`, tagged `cycle=<k>` and
+`session=<id>` (docs/decisions.md D7 says why a cycle is a run). On the training thread the
+handler only exports the cycle's trace (3 ms for a 20 KB trace on an H200 host; BENCHMARKS.md);
+gzip, the wait for the other ranks and the ingest run on a background thread, the ingest
+itself in a child process (`python -m collectors.ingest`, the CLI's code path), so the
+training loop keeps its GIL and its memory.
+
+Every rank writes `<trace_dir>/<run>/<session>/cycle<k>/rank<N>.pt.trace.json.gz`; rank 0
+waits for all ranks' files of a cycle (a file rendezvous: no collective inside the training
+loop) and ingests the folder as one run with one rank per file. The trace files are kept.
+Any failure (export, store, ingest) is reported once as a warning; training goes on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import logging
+import os
+import queue
+import secrets
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+import torch
+import torch.distributed as dist
+from torch.profiler import ProfilerActivity, profile
+
+from collectors.ingest import ingest
+from data.store import DEFAULT_DATA_DIR
+
+if TYPE_CHECKING:
+    from collectors.nvml_source import NvmlSource
+
+log = logging.getLogger(__name__)
+
+IngestIn = Literal["process", "thread"]
+_PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+
+class _Sampler(Protocol):
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    cycle: int
+    raw: Path  # the plain JSON export, gzipped into `final` off the training thread
+    final: Path
+
+
+def default_data_dir() -> Path:
+    """The store the dashboard reads by default: $DASH_DATA, else data/local beside app.py."""
+    return Path(os.environ.get("DASH_DATA") or _PROJECT_ROOT / DEFAULT_DATA_DIR)
+
+
+def _rank_and_world() -> tuple[int, int]:
+    """This process's rank and the world size: torch.distributed's, else torchrun's env."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def _shared_session(rank: int, world: int) -> str:
+    """One id for this profiling session, the same on every rank.
+
+    With a process group rank 0's id is broadcast (once, on entry, where every rank is);
+    without one, ranks started by torchrun share TORCHELASTIC_RUN_ID.
+    """
+    own = f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+    if world > 1 and dist.is_available() and dist.is_initialized():
+        box: list[Any] = [own if rank == 0 else None]
+        dist.broadcast_object_list(box, src=0)
+        return str(box[0])
+    elastic = os.environ.get("TORCHELASTIC_RUN_ID")
+    return elastic if world > 1 and elastic and elastic != "none" else own
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (out.stdout.strip() or None) if out.returncode == 0 else None
+
+
+def run_metadata(
+    world_size: int, tokens_per_step: int | None, tags: dict[str, Any] | None
+) -> dict[str, str]:
+    """The run tags: versions, git commit, world size, tokens per step, then the user's tags.
+
+    Values are strings, as the ingest CLI's `--tag KEY=VALUE` writes them, so that a run's
+    tags read the same whichever way it was ingested.
+    """
+    meta: dict[str, Any] = {
+        "torch_version": torch.__version__,
+        "cuda_version": torch.version.cuda,
+        "git_commit": _git_commit(),
+        "world_size": world_size,
+        "tokens_per_step": tokens_per_step,
+        **(tags or {}),
+    }
+    return {k: str(v) for k, v in meta.items() if v is not None}
+
+
+class DashboardTraceHandler:
+    """An `on_trace_ready` handler that sends every profiling cycle to the dashboard's store.
+
+    Usable on its own: `torch.profiler.profile(..., on_trace_ready=DashboardTraceHandler(
+    "run"))`; call `close()` after the profile ends. After `close()`: `run_ids` (rank 0),
+    `trace_files` (this rank's), `holdup_s` (time each call held the training thread),
+    `background_s` ((start, end) perf_counter span of each cycle's background work),
+    `errors` (only the first of each kind, trace or NVML, was logged).
+    """
+
+    def __init__(
+        self,
+        run: str,
+        *,
+        data_dir: Path | str | None = None,
+        trace_dir: Path | str | None = None,
+        tags: dict[str, Any] | None = None,
+        tokens_per_step: int | None = None,
+        ingest_in: IngestIn = "process",
+        rank_wait_s: float = 300.0,
+        session: str | None = None,
+    ) -> None:
+        self.run = run
+        self.data_dir = Path(data_dir or default_data_dir()).resolve()
+        self.rank, self.world_size = _rank_and_world()
+        self.session = session or _shared_session(self.rank, self.world_size)
+        safe_run = "".join(c if c.isalnum() or c in "-_." else "_" for c in run) or "run"
+        root = Path(trace_dir) if trace_dir is not None else self.data_dir / "traces"
+        self.folder = root.resolve() / safe_run / self.session
+        self.tags = {
+            **run_metadata(self.world_size, tokens_per_step, tags),
+            "session": self.session,
+        }
+        self.ingest_in = ingest_in
+        self.rank_wait_s = rank_wait_s
+        self.run_ids: list[str] = []
+        self.trace_files: list[Path] = []
+        self.holdup_s: list[float] = []
+        self.background_s: list[tuple[float, float]] = []
+        self.errors: list[str] = []
+        self._reported: set[str] = set()
+        self._cycle = 0
+        self._jobs: queue.Queue[_Job | None] = queue.Queue()
+        self._worker = threading.Thread(target=self._work, name="dashboard-ingest", daemon=True)
+        self._worker.start()
+
+    def __call__(self, prof: profile) -> None:
+        """Export this cycle's trace (on the training thread) and queue the rest."""
+        t0 = time.perf_counter()
+        self._cycle += 1
+        cycle_dir = self.folder / f"cycle{self._cycle}"
+        final = cycle_dir / f"rank{self.rank}.pt.trace.json.gz"
+        raw = cycle_dir / f".rank{self.rank}.pt.trace.json"  # hidden: not yet a rank file
+        try:
+            cycle_dir.mkdir(parents=True, exist_ok=True)
+            prof.export_chrome_trace(str(raw))
+            self._jobs.put(_Job(self._cycle, raw, final))
+        except Exception as e:  # training goes on whatever the export hit
+            self.report(f"cycle {self._cycle}: export to {raw} failed: {e}")
+        self.holdup_s.append(time.perf_counter() - t0)
+
+    def report(self, message: str, *, kind: str = "trace") -> None:
+        """Record a failure; the first of each kind is logged (one line), the rest only kept."""
+        self.errors.append(message)
+        if kind not in self._reported:
+            self._reported.add(kind)
+            log.warning(
+                "dashboard profiler (%s): %s; training goes on, traces stay in %s",
+                self.run,
+                message,
+                self.folder,
+            )
+
+    def close(self, timeout_s: float | None = None) -> None:
+        """Wait for the queued cycles to be written and ingested."""
+        self._jobs.put(None)
+        self._worker.join(timeout_s)
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            t0 = time.perf_counter()
+            try:
+                self._finish(job)
+            except Exception as e:  # a bug or a full disk must not end the worker
+                self.report(f"cycle {job.cycle}: {type(e).__name__}: {e}")
+            self.background_s.append((t0, time.perf_counter()))
+
+    def _finish(self, job: _Job) -> None:
+        tmp = job.final.with_name(f".{job.final.name}.tmp")
+        with job.raw.open("rb") as src, gzip.open(tmp, "wb", compresslevel=6) as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+        os.replace(tmp, job.final)  # a rank file appears complete or not at all
+        job.raw.unlink()
+        self.trace_files.append(job.final)
+        if self.rank != 0:
+            return
+        files = self._wait_for_ranks(job.final.parent)
+        if len(files) < self.world_size:
+            self.report(
+                f"cycle {job.cycle}: {len(files)} of {self.world_size} ranks wrote a trace "
+                f"within {self.rank_wait_s:.0f} s; ingesting those"
+            )
+        run_id = self._ingest(job.final.parent, {**self.tags, "cycle": str(job.cycle)})
+        if run_id:
+            self.run_ids.append(run_id)
+
+    def _wait_for_ranks(self, cycle_dir: Path) -> list[Path]:
+        deadline = time.monotonic() + self.rank_wait_s
+        while True:
+            files = sorted(cycle_dir.glob("rank*.pt.trace.json.gz"))
+            if len(files) >= self.world_size or time.monotonic() > deadline:
+                return files
+            time.sleep(0.2)
+
+    def _ingest(self, cycle_dir: Path, tags: dict[str, str]) -> str | None:
+        if self.ingest_in == "thread":
+            try:
+                return ingest([cycle_dir], data_dir=self.data_dir, name=self.run, tags=tags)
+            except Exception as e:
+                self.report(f"ingest of {cycle_dir} failed: {e}")
+                return None
+        # A child process: the parse holds a GIL and memory that the training loop needs.
+        cmd = [sys.executable, "-m", "collectors.ingest", str(cycle_dir)]
+        cmd += ["--data", str(self.data_dir), "--name", self.run]
+        cmd += [arg for k, v in tags.items() for arg in ("--tag", f"{k}={v}")]
+        done = subprocess.run(cmd, capture_output=True, text=True, cwd=_PROJECT_ROOT, check=False)
+        lines = done.stdout.strip().splitlines()
+        if done.returncode != 0 or not lines:
+            why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+            self.report(f"ingest of {cycle_dir} failed: {why}")
+            return None
+        return lines[-1]
+
+
+class DashboardProfile(profile):
+    """A torch.profiler.profile whose `dashboard` handler sends each cycle to the store."""
+
+    def __init__(self, handler: DashboardTraceHandler, **kwargs: Any) -> None:
+        super().__init__(on_trace_ready=handler, **kwargs)
+        self.dashboard = handler
+
+
+def _start_nvml(
+    handler: DashboardTraceHandler, interval_s: float, source: NvmlSource | None
+) -> _Sampler | None:
+    """One NVML sampler per host (local rank 0), its samples tagged with the run and session."""
+    if int(os.environ.get("LOCAL_RANK", str(handler.rank))) != 0:
+        return None
+    try:
+        from collectors.nvml import NvmlSampler  # the agent's sampler; imports pynvml
+
+        sampler: _Sampler = NvmlSampler(
+            handler.data_dir,
+            interval_s=interval_s,
+            tags={"run": handler.run, "session": handler.session},
+            source=source,
+        )
+        sampler.start()
+    except Exception as e:  # NvmlUnavailableError, no driver, or no agent module yet
+        handler.report(f"NVML sampling unavailable: {e}", kind="nvml")
+        return None
+    return sampler
+
+
+@contextlib.contextmanager
+def profile_to_dashboard(
+    run: str,
+    *,
+    data_dir: Path | str | None = None,
+    trace_dir: Path | str | None = None,
+    tags: dict[str, Any] | None = None,
+    tokens_per_step: int | None = None,
+    schedule: Any = None,
+    activities: Iterable[ProfilerActivity] | None = None,
+    record_shapes: bool = True,
+    nvml: bool = False,
+    nvml_interval_s: float = 1.0,
+    nvml_source: NvmlSource | None = None,
+    ingest_in: IngestIn = "process",
+    rank_wait_s: float = 300.0,
+    session: str | None = None,
+    **profile_kwargs: Any,
+) -> Iterator[DashboardProfile]:
+    """Profile the block with torch.profiler and ingest every cycle into the store.
+
+    Args:
+        run: run name shown in the dashboard (every cycle is a run of this name).
+        data_dir: the store folder (default: $DASH_DATA, else the dashboard's data/local).
+        trace_dir: where trace files are kept (default `<data_dir>/traces`).
+        tags: user metadata, added to the run's tags (values become strings).
+        tokens_per_step: tokens processed per step, for tokens/s.
+        schedule: a `torch.profiler.schedule(...)`; None profiles the whole block as one cycle.
+        activities: default CPU, plus CUDA when a GPU is present.
+        record_shapes: on by default: the roofline needs operator input shapes.
+        nvml: also sample NVML on this host for the profiled window (collectors.nvml).
+        nvml_interval_s: NVML sampling interval.
+        nvml_source: samples from elsewhere than this host's GPUs (a ReplaySource recording).
+        ingest_in: "process" (default, measured in BENCHMARKS.md) or "thread".
+        rank_wait_s: how long rank 0 waits for the other ranks' traces of a cycle.
+        session: id shared by the ranks (default: broadcast from rank 0, or torchrun's).
+        **profile_kwargs: passed on to torch.profiler.profile (profile_memory, with_stack…).
+
+    Yields the profile; call `prof.step()` once per step. On exit it waits for the ingests;
+    `prof.dashboard` then holds run ids, trace files, hold-up times and errors.
+    """
+    handler = DashboardTraceHandler(
+        run,
+        data_dir=data_dir,
+        trace_dir=trace_dir,
+        tags=tags,
+        tokens_per_step=tokens_per_step,
+        ingest_in=ingest_in,
+        rank_wait_s=rank_wait_s,
+        session=session,
+    )
+    if activities is None:
+        activities = [ProfilerActivity.CPU]
+        if torch.cuda.is_available():
+            activities.append(ProfilerActivity.CUDA)
+    sampler = _start_nvml(handler, nvml_interval_s, nvml_source) if nvml else None
+    prof = DashboardProfile(
+        handler,
+        activities=list(activities),
+        schedule=schedule,
+        record_shapes=record_shapes,
+        **profile_kwargs,
+    )
+    try:
+        with prof:
+            yield prof
+    finally:
+        if sampler is not None:
+            try:
+                sampler.stop()
+            except Exception as e:
+                handler.report(f"NVML sampling failed: {e}", kind="nvml")
+        handler.close()
