@@ -1,0 +1,84 @@
+"""Time every NVML call the agent makes per sample, on GPU 0 (run on the device machine).
+
+Prints and writes OUT/call_cost.json: median/p99/max µs of 300 calls each, plus a cProfile
+of 50 agent samples (collectors.nvml_source.PynvmlSource.sample) 100 ms apart.
+
+Usage: python tools/nvml_call_cost.py OUT_DIR
+"""
+
+from __future__ import annotations
+
+import cProfile
+import json
+import pstats
+import sys
+import time
+from pathlib import Path
+
+import pynvml as N
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from collectors.nvml_source import PynvmlSource
+
+OUT = Path(sys.argv[1] if len(sys.argv) > 1 else "cost_out")
+
+
+def timed(fn, n: int = 300) -> dict[str, float]:
+    t = []
+    for _ in range(n):
+        s = time.perf_counter_ns()
+        fn()
+        t.append(time.perf_counter_ns() - s)
+    t.sort()
+    return {"median_us": t[n // 2] / 1e3, "p99_us": t[int(n * 0.99)] / 1e3, "max_us": t[-1] / 1e3}
+
+
+def main() -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    N.nvmlInit()
+    h = N.nvmlDeviceGetHandleByIndex(0)
+    s1 = N.nvmlGpmSampleAlloc()
+    calls = {
+        "utilization": lambda: N.nvmlDeviceGetUtilizationRates(h),
+        "clock_sm": lambda: N.nvmlDeviceGetClockInfo(h, N.NVML_CLOCK_SM),
+        "clock_mem": lambda: N.nvmlDeviceGetClockInfo(h, N.NVML_CLOCK_MEM),
+        "power": lambda: N.nvmlDeviceGetPowerUsage(h),
+        "temperature": lambda: N.nvmlDeviceGetTemperature(h, N.NVML_TEMPERATURE_GPU),
+        "memory_v1": lambda: N.nvmlDeviceGetMemoryInfo(h),
+        "memory_v2": lambda: N.nvmlDeviceGetMemoryInfo(h, version=N.nvmlMemory_v2),
+        "clocks_event_reasons": lambda: N.nvmlDeviceGetCurrentClocksEventReasons(h),
+        "field_power_instant": lambda: N.nvmlDeviceGetFieldValues(h, [N.NVML_FI_DEV_POWER_INSTANT]),
+        "field_memory_temp": lambda: N.nvmlDeviceGetFieldValues(h, [N.NVML_FI_DEV_MEMORY_TEMP]),
+        "fields_both": lambda: N.nvmlDeviceGetFieldValues(
+            h, [N.NVML_FI_DEV_POWER_INSTANT, N.NVML_FI_DEV_MEMORY_TEMP]
+        ),
+        "processes": lambda: N.nvmlDeviceGetComputeRunningProcesses(h),
+        "gpm_sample_get": lambda: N.nvmlGpmSampleGet(h, s1),
+    }
+    out: dict[str, object] = {name: timed(fn) for name, fn in calls.items()}
+    for name, v in out.items():
+        print(f"{name:24s} {v}", flush=True)
+    src = PynvmlSource([0], warn=print)
+    src.sample(0)
+    prof = cProfile.Profile()
+    costs = []
+    for _ in range(50):
+        time.sleep(0.1)
+        t = time.perf_counter_ns()
+        prof.enable()
+        src.sample(0)
+        prof.disable()
+        costs.append(time.perf_counter_ns() - t)
+    costs.sort()
+    out["agent_sample"] = {"median_us": costs[25] / 1e3, "max_us": costs[-1] / 1e3}
+    stats = pstats.Stats(prof)
+    stats.sort_stats("tottime").print_stats(15)
+    out["profile_tottime_us_per_sample"] = {
+        f"{k[2]}": v[2] / 50 * 1e6 for k, v in stats.stats.items() if v[2] / 50 > 5e-6
+    }
+    (OUT / "call_cost.json").write_text(json.dumps(out, indent=1))
+    print(json.dumps(out["agent_sample"]), flush=True)
+
+
+if __name__ == "__main__":
+    main()
