@@ -30,6 +30,7 @@ test:
 
 check: install-dev lint types test
 
+# Every benchmark script (numbers go to BENCHMARKS.md by hand, with the machine's load).
 bench:
 	$(PIP) -r benchmarks/requirements.txt
-	$(PY) benchmarks/bench_ingest.py
+	for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

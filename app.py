@@ -8,6 +8,17 @@ PAGES = [
     st.Page("pages/runs.py", title="Runs", icon=":material/list:", url_path="runs", default=True),
     st.Page("pages/upload.py", title="Upload", icon=":material/upload:", url_path="upload"),
     st.Page("pages/overview.py", title="Overview", icon=":material/speed:", url_path="overview"),
+    st.Page(
+        "pages/roofline.py", title="Roofline", icon=":material/show_chart:", url_path="roofline"
+    ),
+    st.Page(
+        "pages/bandwidth.py", title="HBM bandwidth", icon=":material/memory:", url_path="bandwidth"
+    ),
+    st.Page("pages/live.py", title="Live GPUs", icon=":material/monitor_heart:", url_path="live"),
+    st.Page(
+        "pages/breakdown.py", title="Breakdown", icon=":material/donut_large:", url_path="breakdown"
+    ),
+    st.Page("pages/timeline.py", title="Timeline", icon=":material/timeline:", url_path="timeline"),
 ]
 
 st.navigation(PAGES).run()

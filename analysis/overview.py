@@ -4,8 +4,9 @@ Definitions (used by the Overview page and, later, the report):
 - time per step: from one ProfilerStep's start to the next one's; the last step runs until
   the later of its CPU end and the end of the GPU work it launched. With no host sync the CPU
   runs ahead, so the CPU span alone would understate the step.
-- GPU busy %: the union of all GPU activity intervals (kernels, memcpy, memset, any stream)
-  over the step time (over the GPU-active span when the trace has no ProfilerSteps).
+- GPU busy %: 100 % minus the idle share of analysis.breakdown (the union of all GPU
+  activity, any stream, over the step windows that tile the profiled GPU time), so the
+  Overview, the Breakdown page and the report show one number.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from analysis import breakdown as bd
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,29 +31,12 @@ class RunOverview:
     kernel_time_ms: float
 
 
-def busy_ns(ts_ns: np.ndarray, dur_ns: np.ndarray) -> int:
-    """Length of the union of intervals [ts, ts+dur) in ns."""
-    if len(ts_ns) == 0:
-        return 0
-    order = np.argsort(ts_ns, kind="stable")
-    start = ts_ns[order].astype(np.int64)
-    end = start + dur_ns[order].astype(np.int64)
-    reach = np.maximum.accumulate(end)
-    # A new island starts where an interval begins after everything before it ended.
-    new = np.empty(len(start), dtype=bool)
-    new[0] = True
-    new[1:] = start[1:] > reach[:-1]
-    idx = np.flatnonzero(new)
-    island_end = np.append(reach[idx[1:] - 1], reach[-1])
-    return int((island_end - start[idx]).sum())
-
-
 def step_times(steps: pd.DataFrame) -> pd.DataFrame:
-    """Per step (slowest rank): step, step_time_ms, gpu_busy_pct, kernel_count, kernel_time_ms.
+    """Per step (slowest rank): step, step_time_ms, kernel_count, kernel_time_ms.
 
     `steps` has the store's `steps` columns (rank, step, ts_ns, dur_ns, gpu_end_ns, …).
     """
-    cols = ["step", "step_time_ms", "gpu_busy_pct", "kernel_count", "kernel_time_ms"]
+    cols = ["step", "step_time_ms", "kernel_count", "kernel_time_ms"]
     if steps.empty:
         return pd.DataFrame(columns=cols)
     s = steps.sort_values(["rank", "step"]).copy()
@@ -59,14 +45,12 @@ def step_times(steps: pd.DataFrame) -> pd.DataFrame:
     s["period_ns"] = next_start.fillna(pd.Series(last_end, index=s.index)) - s["ts_ns"]
     per = s.groupby("step").agg(
         period_ns=("period_ns", "max"),
-        busy_ns=("gpu_busy_ns", "max"),
         kernel_count=("kernel_count", "sum"),
         kernel_time_ns=("kernel_time_ns", "sum"),
     )
     out = pd.DataFrame({
         "step": per.index.astype(int),
         "step_time_ms": per["period_ns"].to_numpy() / 1e6,
-        "gpu_busy_pct": 100.0 * per["busy_ns"].to_numpy() / per["period_ns"].to_numpy(),
         "kernel_count": per["kernel_count"].astype(int).to_numpy(),
         "kernel_time_ms": per["kernel_time_ns"].to_numpy() / 1e6,
     })  # fmt: skip
@@ -74,35 +58,20 @@ def step_times(steps: pd.DataFrame) -> pd.DataFrame:
 
 
 def overview(
-    rank_count: int, steps: pd.DataFrame, intervals: pd.DataFrame, kernels: pd.DataFrame
+    rank_count: int, steps: pd.DataFrame, events: pd.DataFrame, kernels: pd.DataFrame
 ) -> RunOverview:
-    """Headline numbers from the store's steps, GPU intervals and kernel totals frames."""
+    """Headline numbers from the store's steps, GPU work (data.reads_timeline.gpu_work) and
+    kernel totals (data.reads.kernel_totals)."""
     per_step = step_times(steps)
-    kernel_count = int(kernels["count"].sum()) if not kernels.empty else 0
-    kernel_time_ms = float(kernels["total_ns"].sum()) / 1e6 if not kernels.empty else 0.0
-    if not per_step.empty:
-        busy = steps.groupby("rank")["gpu_busy_ns"].sum().sum()
-        period = (per_step["step_time_ms"].sum() * 1e6) * max(steps["rank"].nunique(), 1)
-        return RunOverview(
-            rank_count=rank_count,
-            step_count=len(per_step),
-            step_time_ms=float(per_step["step_time_ms"].median()),
-            gpu_busy_pct=float(100.0 * busy / period) if period else None,
-            kernel_count=kernel_count,
-            kernel_time_ms=kernel_time_ms,
-        )
-    busy_total = span_total = 0
-    for _, g in intervals.groupby("rank"):
-        ts, dur = g["ts_ns"].to_numpy(), g["dur_ns"].to_numpy()
-        busy_total += busy_ns(ts, dur)
-        span_total += int((ts + dur).max() - ts.min())
+    overall = bd.shares(bd.breakdown(events, steps)).iloc[-1:]
+    busy = overall["gpu_busy_pct"].iloc[0] if len(overall) else None
     return RunOverview(
         rank_count=rank_count,
-        step_count=0,
-        step_time_ms=None,
-        gpu_busy_pct=100.0 * busy_total / span_total if span_total else None,
-        kernel_count=kernel_count,
-        kernel_time_ms=kernel_time_ms,
+        step_count=len(per_step),
+        step_time_ms=float(per_step["step_time_ms"].median()) if len(per_step) else None,
+        gpu_busy_pct=None if busy is None or pd.isna(busy) else float(busy),
+        kernel_count=int(kernels["count"].sum()) if not kernels.empty else 0,
+        kernel_time_ms=float(kernels["total_ns"].sum()) / 1e6 if not kernels.empty else 0.0,
     )
 
 

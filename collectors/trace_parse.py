@@ -403,8 +403,8 @@ class _Builder:
         self._add("runtime_calls", pa.concat_tables(calls))
         self._add("cpu_ops", self._cpu_ops(buckets.get("cpu_op", [])))
         ann = [
-            self._annotations(buckets.get(f"{k}user_annotation", []), k or "cpu")
-            for k in ("", "gpu_")
+            self._annotations(buckets.get(bucket, []), kind)
+            for bucket, kind in (("user_annotation", "cpu"), ("gpu_user_annotation", "gpu"))
         ]
         self._add("annotations", pa.concat_tables(ann))
         self._add("memory_events", self._memory(memory))

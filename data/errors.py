@@ -21,3 +21,15 @@ class SchemaVersionError(DashError):
 
 class RunNotFoundError(DashError):
     """A run id or name that the store does not hold."""
+
+
+class NvmlUnavailableError(DashError):
+    """No NVML: the library, the driver or the requested GPU is not there."""
+
+
+class CudaUnavailableError(DashError):
+    """A command that needs a CUDA GPU (and torch) ran where there is none."""
+
+
+class RecordingFormatError(DashError):
+    """A recorded telemetry CSV that cannot be replayed."""

@@ -48,13 +48,6 @@ def steps(store: Store, run_id: str) -> pd.DataFrame:
     )
 
 
-def gpu_intervals(store: Store, run_id: str) -> pd.DataFrame:
-    """Every GPU activity's interval: rank, kind, stream, ts_ns, dur_ns (for busy/idle)."""
-    return store.query(
-        "SELECT rank, kind, stream, ts_ns, dur_ns FROM gpu_events WHERE run_id = ?", [run_id]
-    )
-
-
 def kernel_totals(store: Store, run_id: str) -> pd.DataFrame:
     """Kernels grouped by name: name, count, total_ns, mean_ns, max_ns, min_ns (all ranks)."""
     return store.query(

@@ -218,11 +218,79 @@ TABLES: dict[str, tuple[Column, ...]] = {
 # Their first column is `host`, which lives in the partition path, not in the files.
 # One dict per feature, so that features add tables without touching each other's lines.
 
-# The NVML/GPM agent (collectors/nvml*.py).
-TELEMETRY_TABLES: dict[str, tuple[Column, ...]] = {}
+# The NVML/GPM agent (collectors/nvml*.py). Timestamps here are Unix ns (time.time_ns()).
+# A metric the GPU cannot report (GPM before Hopper, no NVLink, MIG) is NULL, never 0.
+TELEMETRY_TABLES: dict[str, tuple[Column, ...]] = {
+    "gpu_samples": _cols(
+        ("host", STR, "host the agent ran on (partition)"),
+        ("gpu", I32, "NVML device index"),
+        ("ts_ns", I64, "sample time, Unix ns"),
+        ("source", STR, "nvml (read from a GPU) or replay (a recording played back)"),
+        ("agent_id", STR, "one agent start: <pid>-<start Unix ns>; joins gpu_inventory"),
+        ("util_gpu_pct", I32, "utilization.gpu: % of time any kernel ran (a duty cycle)"),
+        ("util_mem_pct", I32, "utilization.memory: % of time HBM was read or written"),
+        ("sm_clock_mhz", I32, "clocks.sm"),
+        ("mem_clock_mhz", I32, "clocks.mem"),
+        ("power_mw", I64, "power.draw, 1 s average on Ampere and newer"),
+        ("power_instant_mw", I64, "instantaneous power (NVML_FI_DEV_POWER_INSTANT)"),
+        ("temp_gpu_c", I32, "temperature.gpu"),
+        ("temp_mem_c", I32, "HBM temperature (NVML_FI_DEV_MEMORY_TEMP)"),
+        ("mem_used_bytes", I64, "memory used by applications (memory info v2)"),
+        ("mem_reserved_bytes", I64, "memory the driver reserves (memory info v2)"),
+        ("clocks_event_reasons", I64, "why clocks dropped, bitmask: 0x4 power cap, 0x40 thermal"),
+        ("gpm_sm_util_pct", F64, "GPM SM_UTIL: % of SMs busy"),
+        ("gpm_sm_occupancy_pct", F64, "GPM SM_OCCUPANCY: % of warps resident vs the maximum"),
+        ("gpm_dram_bw_util_pct", F64, "GPM DRAM_BW_UTIL: HBM bandwidth used vs theoretical peak"),
+        ("gpm_tensor_util_pct", F64, "GPM ANY_TENSOR_UTIL: tensor-core activity"),
+        ("gpm_fp16_util_pct", F64, "GPM FP16_UTIL (non-tensor)"),
+        ("gpm_fp32_util_pct", F64, "GPM FP32_UTIL (non-tensor)"),
+        ("gpm_pcie_rx_mib_s", F64, "GPM PCIE_RX_PER_SEC, MiB/s"),
+        ("gpm_pcie_tx_mib_s", F64, "GPM PCIE_TX_PER_SEC, MiB/s"),
+        ("gpm_nvlink_rx_mib_s", F64, "GPM NVLINK_TOTAL_RX_PER_SEC, MiB/s (NULL without NVLink)"),
+        ("gpm_nvlink_tx_mib_s", F64, "GPM NVLINK_TOTAL_TX_PER_SEC, MiB/s (NULL without NVLink)"),
+        ("process_count", I32, "compute processes on the GPU"),
+        ("processes", STR, "compute processes, JSON list of [pid, used bytes]"),
+        ("sample_cost_ns", I64, "wall time the agent spent reading this sample"),
+    ),
+    "gpu_inventory": _cols(
+        ("host", STR, "host the agent ran on (partition)"),
+        ("gpu", I32, "NVML device index"),
+        ("ts_ns", I64, "when the agent started, Unix ns"),
+        ("source", STR, "nvml or replay"),
+        ("agent_id", STR, "one agent start: <pid>-<start Unix ns>"),
+        ("uuid", STR, "GPU UUID"),
+        ("name", STR, "GPU name, e.g. NVIDIA H200"),
+        ("architecture", STR, "Volta, Ampere, Hopper, Blackwell…"),
+        ("compute_major", I32, "compute capability major"),
+        ("compute_minor", I32, "compute capability minor"),
+        ("cuda_cores", I32, "CUDA cores"),
+        ("mem_bus_width_bits", I32, "memory bus width"),
+        ("max_sm_clock_mhz", I32, "maximum SM clock"),
+        ("max_mem_clock_mhz", I32, "maximum memory clock"),
+        ("mem_total_bytes", I64, "device memory"),
+        ("power_limit_mw", I64, "enforced power limit"),
+        ("peak_hbm_bytes_per_s", F64, "2 × max memory clock × bus width / 8"),
+        ("pcie_gen", I32, "current PCIe link generation"),
+        ("pcie_width", I32, "current PCIe link width"),
+        ("gpm_supported", BOOL, "GPM metrics available (Hopper and newer, not MIG)"),
+        ("unsupported", STR, "metrics stored as NULL on this GPU, JSON list"),
+        ("driver_version", STR, "driver version"),
+        ("tags", STR, "the agent's tags, JSON object"),
+    ),
+}
 
 # Measured hardware ceilings (collectors/calibrate.py).
-CALIBRATION_TABLES: dict[str, tuple[Column, ...]] = {}
+CALIBRATION_TABLES: dict[str, tuple[Column, ...]] = {
+    "ceilings": _cols(
+        ("host", STR, "host that measured (or imported) the ceilings"),
+        ("measured_at_ns", I64, "when the calibration ran, unix ns"),
+        ("device_name", STR, "GPU name as the driver reports it, e.g. NVIDIA H200"),
+        ("metric", STR, "copy_bytes_per_s or matmul_<precision>_flop_per_s"),
+        ("value", F64, "the measured rate, in the unit its metric name says"),
+        ("source", STR, "measured, or import:<file> for an imported ceilings JSON"),
+        ("details", STR, "device properties and library versions, JSON"),
+    ),
+}
 
 STREAM_TABLES: dict[str, tuple[Column, ...]] = {**TELEMETRY_TABLES, **CALIBRATION_TABLES}
 
@@ -255,8 +323,13 @@ RUN_TABLE_PURPOSE = {
     "memory_events": "allocator events from profile_memory=True",
     "python_functions": "python_function events (only with --python-functions)",
 }
-TELEMETRY_PURPOSE: dict[str, str] = {}
-CALIBRATION_PURPOSE: dict[str, str] = {}
+TELEMETRY_PURPOSE: dict[str, str] = {
+    "gpu_samples": "NVML/GPM telemetry: one row per GPU per agent tick (Unix ns)",
+    "gpu_inventory": "each GPU's static facts, one row per GPU per agent start",
+}
+CALIBRATION_PURPOSE: dict[str, str] = {
+    "ceilings": "measured copy bandwidth and matmul rate per precision (collectors.calibrate)",
+}
 TABLE_PURPOSE = {**RUN_TABLE_PURPOSE, **TELEMETRY_PURPOSE, **CALIBRATION_PURPOSE}
 
 

@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from analysis.overview import overview, step_times, top_kernels
-from data import reads
+from data import reads, reads_timeline
 from pages._ui import fmt_bytes, fmt_ms, fmt_pct, selected_run, store
 
 s = store()
@@ -21,7 +21,7 @@ st.caption(f"`{run_id}` · {', '.join(run['source'] or [])}")
 ranks = reads.ranks(s, run_id)
 steps = reads.steps(s, run_id)
 kernels = reads.kernel_totals(s, run_id)
-ov = overview(int(run["rank_count"]), steps, reads.gpu_intervals(s, run_id), kernels)
+ov = overview(int(run["rank_count"]), steps, reads_timeline.gpu_work(s, run_id), kernels)
 devices = reads.devices(s, run_id)
 if devices.empty:
     st.markdown("**CPU only**: the trace has no GPU device properties")
@@ -48,7 +48,8 @@ c[2].metric(
 c[3].metric(
     "GPU busy",
     fmt_pct(ov.gpu_busy_pct),
-    help="Union of all GPU activity (any stream) over the step time",
+    help="Time with any GPU activity (any stream) over the profiled GPU time; the Breakdown "
+    "page splits the rest",
 )
 c[4].metric("Kernels", f"{ov.kernel_count:,}", help=f"{fmt_ms(ov.kernel_time_ms)} of kernel time")
 
@@ -68,8 +69,8 @@ if not per_step.empty:
         x=per_step["step"],
         y=per_step["step_time_ms"],
         name="time per step (ms)",
-        customdata=per_step["gpu_busy_pct"],
-        hovertemplate="step %{x}<br>%{y:.2f} ms<br>GPU busy %{customdata:.1f} %<extra></extra>",
+        customdata=per_step["kernel_count"],
+        hovertemplate="step %{x}<br>%{y:.2f} ms<br>%{customdata} kernels<extra></extra>",
     )
     fig.update_layout(
         xaxis={"title": "step", "type": "category"},

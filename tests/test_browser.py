@@ -119,7 +119,14 @@ def test_upload_through_the_browser_shows_the_new_overview(server: str, tmp_path
         page.get_by_role("heading", name="cpu_mlp").wait_for(timeout=60_000)
         _settle(page)
         assert page.get_by_text("CPU only").count() >= 1
-        metrics = page.get_by_test_id("stMetricValue").all_inner_texts()
+        # Poll: under load the metrics can still be those of the previous render.
+        deadline = time.monotonic() + 60
+        metrics: list[str] = []
+        while time.monotonic() < deadline:
+            metrics = page.get_by_test_id("stMetricValue").all_inner_texts()
+            if metrics[:2] == ["1", "3"]:
+                break
+            page.wait_for_timeout(500)
         assert metrics[:2] == ["1", "3"]  # one rank, three profiled steps
         assert page.get_by_test_id("stException").count() == 0
         page.screenshot(path=str(tmp_path / "overview.png"), full_page=True)

@@ -1,0 +1,106 @@
+"""Roofline and bandwidth analyses on the 1.3 M-event benchmark run (the FLOPs/bytes side of
+benchmarks/bench_analysis.py's question: every analysis in 1 s, every page in 2 s).
+
+Reads (DuckDB → pandas) and analyses (pure pandas/numpy) are timed apart; then the Roofline
+and HBM bandwidth pages under AppTest (server-side render of one page run). Median of 5 runs
+after one warm-up (pages: median of 3 after one). Usage:
+    python benchmarks/bench_roofline.py [--data DIR]   (DIR: a store holding the big run;
+    without it the run is built from benchmarks/out/big_trace.json into a temporary store)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from analysis import bandwidth, roofline  # noqa: E402
+from analysis.specs import match_spec  # noqa: E402
+from collectors.ingest import ingest  # noqa: E402
+from data import reads, reads_roofline  # noqa: E402
+from data.store import Store  # noqa: E402
+
+BIG = ROOT / "benchmarks" / "out" / "big_trace.json"
+OUT = ROOT / "benchmarks" / "out" / "roofline.json"
+
+
+def timed(fn: Callable[[], object], n: int = 5) -> float:
+    fn()
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", type=Path)
+    args = ap.parse_args()
+    data = args.data or Path(tempfile.mkdtemp(prefix="bench-roofline-"))
+    s = Store(data)
+    if s.runs().empty:
+        ingest([BIG], data_dir=data, name="big")
+    run = s.runs().iloc[0]
+    run_id = str(run["run_id"])
+    spec = match_spec(run["device_name"])
+    events = reads_roofline.gpu_events(s, run_id)
+    ops = reads_roofline.launching_ops(s, run_id)
+    steps = reads.steps(s, run_id)
+    work = roofline.kernel_work(events, ops)
+    result: dict[str, object] = {
+        "run": {"events_total": int(run["events_total"]), "gpu_events": len(events),
+                "launching_ops": len(ops)},
+        "reads_s": {
+            "gpu_events": timed(lambda: reads_roofline.gpu_events(s, run_id)),
+            "launching_ops": timed(lambda: reads_roofline.launching_ops(s, run_id)),
+        },
+        "analysis_s": {
+            "kernel_work": timed(lambda: roofline.kernel_work(events, ops)),
+            "roofline_table_op_class": timed(
+                lambda: roofline.roofline_table(work, spec, None, "op_class")),
+            "roofline_table_kernel": timed(
+                lambda: roofline.roofline_table(work, spec, None, "name")),
+            "run_compute_metrics": timed(lambda: roofline.run_compute_metrics(work, steps, spec)),
+            "bandwidth_series": timed(lambda: bandwidth.bandwidth_series(work, 4.8e12)),
+            "kernel_bandwidth": timed(lambda: bandwidth.kernel_bandwidth(work, 4.8e12)),
+        },
+    }  # fmt: skip
+    from streamlit.testing.v1 import AppTest  # noqa: TID251 (drives the pages, as tests do)
+
+    os.environ["DASH_DATA"] = str(data)
+    (data / ".demo-ingested").touch()
+    pages = {}
+    for page in ("pages/roofline.py", "pages/bandwidth.py"):
+
+        def render(page: str = page) -> None:
+            at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+            at.session_state["run"] = run_id
+            at.run()
+            t = time.perf_counter()
+            at.switch_page(page).run()
+            pages[page] = time.perf_counter() - t
+            assert not at.exception, at.exception
+
+        samples = []
+        for _ in range(4):
+            render()
+            samples.append(pages[page])
+        pages[page] = statistics.median(samples[1:])
+    result["page_render_s"] = pages
+    OUT.write_text(json.dumps(result, indent=1))
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""Reads for the roofline and bandwidth analyses: GPU events, their launching ops, ceilings.
+
+Only the columns the analyses use travel to pandas; the ops are those that launched GPU work
+(a semi-join in DuckDB), not every op of the run.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+    from data.store import Store
+
+
+def gpu_events(store: Store, run_id: str) -> pd.DataFrame:
+    """Every kernel, memcpy and memset: rank, step, kind (categorical), name (categorical),
+    stream, ts_ns, dur_ns, op_external_id, bytes (memcpy/memset), dtod (a device-to-device
+    memcpy), est_occupancy_pct.
+
+    Names travel once per distinct name (a 100 k-event run has a few dozen): turning every
+    row's name into a Python string cost 0.6 s of 0.8 s on the benchmark run.
+    """
+    names = store.query(
+        "SELECT DISTINCT name FROM gpu_events WHERE run_id = ? ORDER BY name", [run_id]
+    )["name"]
+    events = store.query(
+        """
+        WITH n AS (SELECT name, (row_number() OVER (ORDER BY name)) - 1 AS name_id
+                   FROM (SELECT DISTINCT name FROM gpu_events WHERE run_id = ?))
+        SELECT g.rank, g.step, CAST(g.kind AS ENUM('kernel', 'memcpy', 'memset')) AS kind,
+               n.name_id, g.stream, g.ts_ns, g.dur_ns, g.op_external_id, g.bytes,
+               coalesce(g.memcpy_kind = 'DtoD', false) AS dtod, g.est_occupancy_pct
+        FROM gpu_events g JOIN n USING (name) WHERE g.run_id = ? ORDER BY g.rank, g.ts_ns
+        """,
+        [run_id, run_id],
+    )
+    codes = events.pop("name_id").to_numpy(dtype=np.int64)
+    name = pd.Categorical.from_codes(codes, categories=pd.Index(names.astype(str)))
+    events.insert(3, "name", pd.Series(name, index=events.index))
+    return events
+
+
+def launching_ops(store: Store, run_id: str) -> pd.DataFrame:
+    """The CPU ops that launched GPU work: rank, external_id, signature (one id per distinct
+    name + shapes + dtypes + scalars), name, input_dims, input_types, concrete_inputs (JSON
+    text as recorded). Each distinct signature's text is read once and shared by its rows."""
+    launching = """
+        SELECT rank, external_id, name, input_dims, input_types, concrete_inputs FROM cpu_ops
+        WHERE run_id = ? AND (rank, external_id) IN (
+            SELECT DISTINCT rank, op_external_id FROM gpu_events
+            WHERE run_id = ? AND op_external_id IS NOT NULL)
+    """
+    sigs = store.query(
+        f"""
+        SELECT name, input_dims, input_types, concrete_inputs,
+               list(rank) AS ranks, list(external_id) AS ids
+        FROM ({launching}) GROUP BY ALL
+        """,
+        [run_id, run_id],
+    )
+    counts = sigs["ids"].map(len).to_numpy()
+    signature = np.repeat(np.arange(len(sigs)), counts)
+    ops = pd.DataFrame(
+        {
+            "rank": _concat_ints(sigs["ranks"]),
+            "external_id": _concat_ints(sigs["ids"]),
+            "signature": signature,
+        }
+    )
+    text = sigs.drop(columns=["ranks", "ids"]).iloc[signature].reset_index(drop=True)
+    return pd.concat([ops, text], axis=1)
+
+
+def _concat_ints(lists: pd.Series) -> np.ndarray:
+    """One int64 array from a column of DuckDB lists."""
+    parts = [np.asarray(v, dtype=np.int64) for v in lists]
+    return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+
+
+def ceilings(store: Store, device_name: str | None) -> pd.DataFrame:
+    """Latest measured ceiling per metric for a device name: metric, value, source, host,
+    measured_at_ns (empty when the device was never calibrated)."""
+    return store.query(
+        """
+        SELECT metric, value, source, host, measured_at_ns FROM ceilings
+        WHERE device_name = ?
+        QUALIFY row_number() OVER (PARTITION BY metric ORDER BY measured_at_ns DESC) = 1
+        ORDER BY metric
+        """,
+        [device_name or ""],
+    )
+
+
+def time_bases(store: Store, run_id: str) -> pd.DataFrame:
+    """rank, base_time_ns (add to trace ts_ns for Unix ns; NULL when the trace has none)."""
+    return store.query(
+        "SELECT rank, base_time_ns FROM ranks WHERE run_id = ? ORDER BY rank", [run_id]
+    )

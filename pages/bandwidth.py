@@ -1,0 +1,71 @@
+"""HBM bandwidth: estimated from kernel bytes and time, beside NVML GPM DRAM_BW_UTIL samples
+of the same window when the run has telemetry (analysis/bandwidth.py)."""
+
+import streamlit as st
+
+from analysis import bandwidth as bw
+from analysis import roofline as rf
+from analysis.figures_roofline import bandwidth_figure
+from analysis.specs import match_spec
+from data import reads_roofline, reads_telemetry
+from pages._ui import fmt_pct, selected_run, store
+
+s = store()
+run_id = selected_run(s)
+if run_id is None:
+    st.stop()
+run = s.run_summary(run_id)
+st.title("HBM bandwidth")
+events = reads_roofline.gpu_events(s, run_id)
+if events.empty:
+    st.info("This run has no GPU activity (a CPU-only trace): there is no bandwidth to show.")
+    st.stop()
+spec = match_spec(run["device_name"])
+peak = spec.hbm_bytes_per_s if spec else None
+work = rf.kernel_work(events, reads_roofline.launching_ops(s, run_id))
+st.caption(
+    "Estimated from the bytes each kernel's op must move (shapes × dtypes) over its time: "
+    "compulsory traffic, so L2 hits make the real traffic lower and re-reads higher. "
+    + (
+        f"% of the {spec.name} datasheet's {spec.hbm_gb_per_s:,.0f} GB/s."
+        if spec
+        else f"{run['device_name'] or 'The device'} is not in the spec table: GB/s only."
+    )
+)
+
+buckets = st.slider("Time buckets", 50, 2000, 400, 50)
+series = bw.bandwidth_series(work, peak, buckets)
+origin = int(work["ts_ns"].min())
+series["t_s"] = (series["ts_ns"] - origin) / 1e9
+
+gpm = reads_telemetry.run_samples(s, run_id)
+bases = reads_roofline.time_bases(s, run_id)["base_time_ns"].dropna()
+gpm = gpm[gpm["gpm_dram_bw_util_pct"].notna()] if not gpm.empty else gpm
+if not gpm.empty and len(bases):
+    gpm = gpm.assign(t_s=(gpm["ts_ns"] - (int(bases.iloc[0]) + origin)) / 1e9)
+st.plotly_chart(bandwidth_figure(series, gpm if len(bases) else None), width="stretch")
+if gpm.empty:
+    st.caption("No telemetry for this run: NVML GPM DRAM_BW_UTIL samples appear here when "
+               "`python -m collectors.nvml` ran on the host during the trace.")  # fmt: skip
+
+busy = series["bytes"] > 0
+c = st.columns(3)
+c[0].metric("Mean while busy", fmt_pct(series.loc[busy, "util_pct"].mean() if peak else None))
+c[1].metric("Peak bucket", fmt_pct(series["util_pct"].max() if peak else None))
+c[2].metric("Bytes moved", f"{series['bytes'].sum() / 1e9:,.1f} GB")
+
+st.subheader("Kernels that move the most bytes")
+st.dataframe(
+    bw.kernel_bandwidth(work, peak),
+    hide_index=True,
+    width="stretch",
+    column_config={
+        "name": st.column_config.TextColumn("kernel", width="large"),
+        "time_ms": st.column_config.NumberColumn("time (ms)", format="%.3f"),
+        "bytes": st.column_config.NumberColumn(format="%.3e"),
+        "gbps": st.column_config.NumberColumn("GB/s", format="%.0f"),
+        "util_pct": st.column_config.ProgressColumn(
+            "% of HBM peak", format="%.0f %%", min_value=0, max_value=100
+        ),
+    },
+)

@@ -1,0 +1,96 @@
+"""Breakdown: where the GPU time goes, per rank and per step (analysis/breakdown.py)."""
+
+import pandas as pd
+import streamlit as st
+
+from analysis import breakdown as bd
+from analysis.figures_time import breakdown_bars, rank_share_bars
+from data import reads, reads_timeline
+from pages._ui import fmt_ms, fmt_pct, selected_run, store
+
+s = store()
+run_id = selected_run(s)
+if run_id is None:
+    st.stop()
+st.title("Where the time goes")
+events = reads_timeline.gpu_work(s, run_id)
+if events.empty:
+    st.info("This run has no GPU activity (a CPU-only trace): there is no GPU time to break down.")
+    st.stop()
+steps = reads.steps(s, run_id)
+per_step = bd.breakdown(events, steps)
+shares = bd.shares(per_step)
+overall = shares[shares["rank"].isna()].iloc[0]
+st.caption(
+    "Exclusive shares of each step's GPU window, in priority order compute > comm > memcpy > "
+    "memset; idle is the time no stream runs anything. A step's GPU work is what its ops "
+    "launched."
+)
+
+c = st.columns(6)
+c[0].metric("Compute", fmt_pct(overall["compute_pct"]))
+c[1].metric(
+    "Comm (exposed)",
+    fmt_pct(overall["comm_pct"]),
+    help="NCCL kernels running while no compute runs",
+)
+c[2].metric("Memcpy", fmt_pct(overall["memcpy_pct"]))
+c[3].metric("Memset", fmt_pct(overall["memset_pct"]))
+c[4].metric("Idle", fmt_pct(overall["idle_pct"]))
+c[5].metric(
+    "Host wait",
+    fmt_pct(overall["host_wait_pct"]),
+    help="Idle while nothing was queued: the GPU waited for the CPU",
+)
+
+st.subheader("Per step")
+st.plotly_chart(breakdown_bars(per_step), width="stretch")
+
+if not pd.isna(overall["comm_overlap_pct"]):
+    st.markdown(
+        f"**Communication**: {fmt_ms(per_step['comm_total_ns'].sum() / 1e6)} of NCCL kernels, "
+        f"{fmt_pct(overall['comm_overlap_pct'])} of it overlapped with compute."
+    )
+
+ranks = shares[shares["rank"].notna()]
+if len(ranks) > 1:
+    st.subheader("Across ranks")
+    spread, straggler = bd.rank_spread(shares, per_step)
+    st.plotly_chart(rank_share_bars(shares), width="stretch")
+    st.markdown(
+        f"**Straggler: rank {straggler}**: the most time outside exposed communication "
+        "(the rank the others wait for)."
+    )
+    st.dataframe(spread, hide_index=True, width="stretch")
+
+st.subheader("Launches")
+launch = bd.launch_stats(events)
+st.dataframe(
+    pd.DataFrame(
+        {
+            "rank": launch["rank"],
+            "step": launch["step"],
+            "kernels": launch["kernel_count"],
+            "< 10 µs": launch["short_kernel_count"],
+            "launch→start p50 (µs)": launch["launch_delay_p50_ns"] / 1e3,
+            "p90 (µs)": launch["launch_delay_p90_ns"] / 1e3,
+            "max (µs)": launch["launch_delay_max_ns"] / 1e3,
+        }
+    ),
+    hide_index=True,
+    width="stretch",
+    column_config={
+        c: st.column_config.NumberColumn(format="%.1f")
+        for c in ("launch→start p50 (µs)", "p90 (µs)", "max (µs)")
+    },
+)
+
+with st.expander("Per step, in ms"):
+    ms = per_step.drop(columns=["start_ns", "end_ns"])
+    st.dataframe(
+        ms.assign(**{c: ms[c] / 1e6 for c in ms.columns if c.endswith("_ns")}).rename(
+            columns=lambda c: c.replace("_ns", "_ms")
+        ),
+        hide_index=True,
+        width="stretch",
+    )

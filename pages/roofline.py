@@ -1,0 +1,131 @@
+"""Roofline: how close each op class, op or kernel comes to the GPU's roofs (analysis/roofline.py).
+
+Points are modelled FLOPs and bytes (from recorded shapes) over kernel time, sized by time;
+roofs per precision from the datasheet (solid) and, once `python -m collectors.calibrate`
+ran for this GPU, measured (dashed).
+"""
+
+import pandas as pd
+import streamlit as st
+
+from analysis import roofline as rf
+from analysis.figures_roofline import roofline_figure
+from analysis.specs import PRECISIONS, match_spec, spec_names
+from data import reads, reads_roofline
+from pages._ui import fmt_pct, selected_run, store
+
+GROUPS = {"op class": "op_class", "op": "op_name", "kernel class": "kernel_class", "kernel": "name"}
+
+s = store()
+run_id = selected_run(s)
+if run_id is None:
+    st.stop()
+run = s.run_summary(run_id)
+st.title("Roofline")
+events = reads_roofline.gpu_events(s, run_id)
+if events.empty:
+    st.info("This run has no GPU activity (a CPU-only trace): there is no roofline to draw.")
+    st.stop()
+
+names = spec_names()
+matched = match_spec(run["device_name"])
+choice = st.sidebar.selectbox(
+    "Device spec",
+    ["(match the trace's device)", *names],
+    help="Override when the trace's device name is missing or wrong (e.g. a power-capped card)",
+)
+spec = match_spec(run["device_name"], None if choice.startswith("(") else choice)
+measured = rf.measured_ceilings(reads_roofline.ceilings(s, run["device_name"]))
+roof_sets = [r for r in (rf.datasheet_ceilings(spec) if spec else None, measured) if r]
+work = rf.kernel_work(events, reads_roofline.launching_ops(s, run_id))
+
+device = run["device_name"] or "no device name in the trace"
+if spec is None:
+    st.warning(f"**{device}**: not in the spec table; pick a spec in the sidebar for roofs.")
+else:
+    st.caption(
+        f"**{device}** → spec **{spec.name}**{' (matched)' if spec is matched else ' (chosen)'}"
+        f" · {spec.hbm_gb_per_s:,.0f} GB/s · source: {spec.source}"
+        + (
+            f" · measured ceilings: {measured.bandwidth_bytes_per_s / 1e9:,.0f} GB/s copy"
+            if measured
+            else " · no measured ceilings (run `python -m collectors.calibrate`)"
+        )
+    )
+
+tags = run["tags"] or {}
+tokens = float(tags["tokens_per_step"]) if tags.get("tokens_per_step") else None
+m = rf.run_compute_metrics(work, reads.steps(s, run_id), spec, tokens_per_step=tokens)
+c = st.columns(5)
+achieved = m["achieved_tflops"]
+c[0].metric(
+    "Achieved",
+    "—" if achieved is None else f"{achieved:.1f} TFLOP/s",
+    help="Modelled FLOPs over step time, per GPU",
+)
+c[1].metric("MFU", fmt_pct(m["mfu_pct"]), help="Achieved over the dense datasheet peak")
+c[2].metric("HBM bandwidth", fmt_pct(m["hbm_bw_util_pct"]), help="Modelled bytes over time")
+c[3].metric(
+    "Tokens/s",
+    "—" if m["tokens_per_s"] is None else f"{m['tokens_per_s']:,.0f}",
+    help="Needs the run tag tokens_per_step (ingest --tag tokens_per_step=N)",
+)
+c[4].metric(
+    "Time modelled",
+    fmt_pct(m["modelled_time_pct"]),
+    help="Share of GPU time whose ops have shapes and a work model",
+)
+
+left, mid, right = st.columns(3)
+by = GROUPS[left.selectbox("Points per", list(GROUPS))]
+rows = rf.roofline_table(work, spec, measured, by)
+precisions = sorted(set(rows["precision"]) - {""})
+picked = mid.multiselect("Precision", precisions, default=precisions)
+min_share = right.slider("Min share of GPU time (%)", 0.0, 10.0, 0.0, 0.1)
+# Copies (no precision) stay in the table; the chart has no point for 0 FLOP anyway.
+kept = rows["precision"].isin(picked) | (rows["precision"] == "")
+shown = rows[kept & (rows["share_pct"] >= min_share)]
+st.plotly_chart(roofline_figure(shown.reset_index(drop=True), roof_sets), width="stretch")
+
+unmodelled = rows[rows["flops"].isna()]
+if not unmodelled.empty:
+    reasons = unmodelled.groupby("note")["time_ms"].sum().sort_values(ascending=False)
+    st.caption(
+        "Not on the chart (no FLOPs model): "
+        + "; ".join(f"{r or 'no model'}: {t:,.2f} ms" for r, t in reasons.items())
+    )
+st.dataframe(
+    shown,
+    hide_index=True,
+    width="stretch",
+    column_config={
+        "name": st.column_config.TextColumn(width="large"),
+        "time_ms": st.column_config.NumberColumn("time (ms)", format="%.3f"),
+        "share_pct": st.column_config.NumberColumn("share %", format="%.1f"),
+        "flops": st.column_config.NumberColumn(format="%.3e"),
+        "bytes": st.column_config.NumberColumn(format="%.3e"),
+        "intensity": st.column_config.NumberColumn("FLOP/byte", format="%.3g"),
+        "achieved_tflops": st.column_config.NumberColumn("TFLOP/s", format="%.2f"),
+        "achieved_gbps": st.column_config.NumberColumn("GB/s", format="%.0f"),
+        "pct_of_ceiling": st.column_config.NumberColumn("% of ceiling", format="%.1f"),
+    },
+)
+with st.expander("Per step"):
+    per_step = rf.step_metrics(work, reads.steps(s, run_id), spec, tokens_per_step=tokens)
+    st.dataframe(per_step, hide_index=True, width="stretch")
+if spec is not None:
+    with st.expander("Roofs (TFLOP/s)"):
+        st.dataframe(
+            pd.DataFrame(
+                {
+                    "precision": PRECISIONS,
+                    "dense (datasheet)": [spec.dense_tflops.get(p) for p in PRECISIONS],
+                    "sparse 2:4 (datasheet)": [spec.sparse_tflops.get(p) for p in PRECISIONS],
+                    "measured": [
+                        (measured.flop_per_s.get(p, float("nan")) / 1e12) if measured else None
+                        for p in PRECISIONS
+                    ],
+                }
+            ),
+            hide_index=True,
+        )
