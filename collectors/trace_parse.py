@@ -20,6 +20,8 @@ import mmap
 import multiprocessing
 import os
 import re
+import shutil
+import tempfile
 import zlib
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -712,41 +714,51 @@ class _Helper:
 
     Decoding holds the GIL, so the second core needs a second process. It is forked before
     the top-level pass, so both processes split the shared buffer (no copy) at the same time
-    and each decodes its half; the child's Arrow tables come back through a pipe.
+    and each decodes its half. The child's Arrow tables come back as IPC files in a folder in
+    shared memory that the parent maps (a pipe would copy them twice and make the parent wait
+    on the transfer); the folder is removed whatever happens.
     """
 
-    def __init__(self, proc: Any, recv: Any) -> None:
-        self.proc, self.recv = proc, recv
+    def __init__(self, proc: Any, recv: Any, folder: str) -> None:
+        self.proc, self.recv, self.folder = proc, recv, folder
 
     @classmethod
     def start(cls, path: Path, buf: bytes | mmap.mmap, include_python: bool) -> _Helper:
+        shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+        folder = tempfile.mkdtemp(prefix="trace-parse-", dir=shm)
         ctx = multiprocessing.get_context("fork")
         recv, send = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_child, args=(send, path, buf, include_python), daemon=True)
+        args = (send, path, buf, include_python, folder)
+        proc = ctx.Process(target=_child, args=args, daemon=True)
         proc.start()
         send.close()
-        return cls(proc, recv)
+        return cls(proc, recv, folder)
 
     def merge_into(self, trace: RankTrace, parts: dict[str, list[pa.Table]]) -> None:
         status, payload = self.recv.recv()
         if status != "ok":
             raise RuntimeError(f"{trace.path}: parse helper failed: {payload}")
-        child_parts, counts, skipped, malformed, examples = payload
+        files, counts, skipped, malformed, examples = payload
+        for table, file in files.items():
+            # Memory-mapped Arrow IPC: the child's tables arrive without a copy.
+            with pa.memory_map(file) as source:
+                parts.setdefault(table, []).append(pa.ipc.open_file(source).read_all())
         trace.category_counts.update(counts)
         trace.events_skipped += skipped
         trace.malformed += malformed
         trace.malformed_examples = (trace.malformed_examples + examples)[:MAX_EXAMPLES]
-        for table, tables in child_parts.items():
-            parts.setdefault(table, []).extend(tables)
 
     def close(self) -> None:
         self.recv.close()
         if self.proc.is_alive():  # the parent failed first (e.g. not a trace): stop the child
             self.proc.terminate()
         self.proc.join()
+        shutil.rmtree(self.folder, ignore_errors=True)  # mapped tables stay readable
 
 
-def _child(send: Any, path: Path, buf: bytes | mmap.mmap, include_python: bool) -> None:
+def _child(
+    send: Any, path: Path, buf: bytes | mmap.mmap, include_python: bool, folder: str
+) -> None:
     trace = RankTrace(
         path=path, file_bytes=0, rank=0, rank_source="", world_size=None, metadata={},
         distributed_info=None, devices=[], tables={}, category_counts=Counter(),
@@ -754,7 +766,14 @@ def _child(send: Any, path: Path, buf: bytes | mmap.mmap, include_python: bool) 
     try:
         _, raws = _top_level(path, buf)
         parts = _build(trace, raws[_split(len(raws)) :], include_python, None)
-        result = (parts, trace.category_counts, trace.events_skipped, trace.malformed,
+        files = {}
+        for table, tables in parts.items():
+            file = os.path.join(folder, f"{table}.arrow")
+            whole = pa.concat_tables(tables)
+            with pa.OSFile(file, "wb") as sink, pa.ipc.new_file(sink, whole.schema) as w:
+                w.write_table(whole)
+            files[table] = file
+        result = (files, trace.category_counts, trace.events_skipped, trace.malformed,
                   trace.malformed_examples)  # fmt: skip
         send.send(("ok", result))
     except BaseException as e:  # the parent owns the error message (it hits the same error)
