@@ -128,3 +128,32 @@ def test_a_trace_run_gets_the_telemetry_of_its_window(tmp_path: Path) -> None:
     assert set(during["ts_ns"]) == set(recorded["ts_ns"])
     assert during["ts_ns"].between(start - 10**9, end + 10**9).all()
     assert rt.run_samples(store, run_id, pad_ns=0)["ts_ns"].between(start, end).all()
+
+
+TWO_GPUS = REPO / "data" / "samples" / "nvml_phases_2xh200.csv"
+
+
+def test_two_gpus_one_working_one_idle(tmp_path: Path) -> None:
+    """Recorded on a 2x H200 node: the agent sampled both GPUs while the phases ran on GPU 0.
+
+    Replayed through the agent into a real store, GPU 0 shows each phase's signature and
+    GPU 1 stays idle, tick for tick (tools/nvml_phases.py on nvidia-h200-x2).
+    """
+    s = NvmlSampler(tmp_path, host="2xh200", source=ReplaySource([TWO_GPUS], keep_time=True))
+    s.open()
+    s.drain()
+    s.close()
+    samples = Store(tmp_path).query("SELECT * FROM gpu_samples ORDER BY gpu, ts_ns")
+    phase = pd.read_csv(TWO_GPUS)[["gpu", "ts_ns", "phase"]].fillna("")
+    both = samples.merge(phase, on=["gpu", "ts_ns"], how="inner")
+    assert sorted(both["gpu"].unique()) == [0, 1]
+    assert len(both) == len(phase)
+    med = both.groupby(["gpu", "phase"])[
+        ["gpm_tensor_util_pct", "gpm_dram_bw_util_pct", "gpm_sm_util_pct", "util_gpu_pct"]
+    ].median()
+    assert med.loc[(0, "gemm_bf16"), "gpm_tensor_util_pct"] > 80
+    assert med.loc[(0, "hbm_copy"), "gpm_dram_bw_util_pct"] > 80
+    assert med.loc[(0, "h2d_pinned"), "util_gpu_pct"] > 90  # the utilization trap: a copy
+    assert med.loc[(0, "h2d_pinned"), "gpm_sm_util_pct"] < 5
+    gpu1 = med.loc[1]
+    assert (gpu1[["gpm_tensor_util_pct", "gpm_sm_util_pct", "util_gpu_pct"]] < 1).all().all()
