@@ -160,6 +160,15 @@ def selected_run(s: Store) -> str | None:
     return run_id
 
 
+def require_run() -> tuple[Store, str]:
+    """The store and the run picked in the sidebar; stops the page when there is no run."""
+    s = store()
+    run_id = selected_run(s)
+    if run_id is None:
+        st.stop()
+    return s, run_id
+
+
 def fmt_ms(v: float | None) -> str:
     """Milliseconds with sensible precision, or an em dash."""
     if v is None:

@@ -8,12 +8,9 @@ from analysis import roofline as rf
 from analysis.figures_roofline import bandwidth_figure
 from analysis.specs import match_spec
 from data import reads_roofline, reads_telemetry
-from pages._ui import fmt_pct, selected_run, store
+from pages._ui import fmt_pct, require_run
 
-s = store()
-run_id = selected_run(s)
-if run_id is None:
-    st.stop()
+s, run_id = require_run()
 run = s.run_summary(run_id)
 st.title("HBM bandwidth")
 events = reads_roofline.gpu_events(s, run_id)

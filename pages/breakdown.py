@@ -6,12 +6,9 @@ import streamlit as st
 from analysis import breakdown as bd
 from analysis.figures_time import breakdown_bars, rank_share_bars
 from data import reads, reads_timeline
-from pages._ui import fmt_ms, fmt_pct, selected_run, store
+from pages._ui import fmt_ms, fmt_pct, require_run
 
-s = store()
-run_id = selected_run(s)
-if run_id is None:
-    st.stop()
+s, run_id = require_run()
 st.title("Where the time goes")
 events = reads_timeline.gpu_work(s, run_id)
 if events.empty:

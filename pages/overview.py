@@ -8,12 +8,9 @@ import streamlit as st
 
 from analysis.overview import overview, step_times, top_kernels
 from data import reads, reads_timeline
-from pages._ui import fmt_bytes, fmt_ms, fmt_pct, selected_run, store
+from pages._ui import fmt_bytes, fmt_ms, fmt_pct, require_run
 
-s = store()
-run_id = selected_run(s)
-if run_id is None:
-    st.stop()
+s, run_id = require_run()
 run = s.run_summary(run_id)
 st.title(run["name"])
 st.caption(f"`{run_id}` · {', '.join(run['source'] or [])}")

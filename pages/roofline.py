@@ -12,14 +12,11 @@ from analysis import roofline as rf
 from analysis.figures_roofline import roofline_figure
 from analysis.specs import PRECISIONS, match_spec, spec_names
 from data import reads, reads_roofline
-from pages._ui import fmt_pct, selected_run, store
+from pages._ui import fmt_pct, require_run
 
 GROUPS = {"op class": "op_class", "op": "op_name", "kernel class": "kernel_class", "kernel": "name"}
 
-s = store()
-run_id = selected_run(s)
-if run_id is None:
-    st.stop()
+s, run_id = require_run()
 run = s.run_summary(run_id)
 st.title("Roofline")
 events = reads_roofline.gpu_events(s, run_id)

@@ -11,12 +11,9 @@ import streamlit as st
 from analysis import timeline as tl
 from analysis.figures_time import timeline_heatmap, timeline_kernels
 from data import reads_timeline
-from pages._ui import selected_run, store
+from pages._ui import require_run
 
-s = store()
-run_id = selected_run(s)
-if run_id is None:
-    st.stop()
+s, run_id = require_run()
 st.title("Kernel timeline")
 lanes = reads_timeline.lanes(s, run_id)
 if lanes.empty:
