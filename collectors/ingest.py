@@ -30,7 +30,7 @@ import pyarrow as pa
 from collectors.trace_parse import RankTrace, metadata_json, parse_trace
 from data.errors import DashError, DuplicateTraceError, TraceFormatError
 from data.lake import Lake
-from data.schema import SCHEMA_VERSION, TABLES, arrow_schema, column_names
+from data.schema import SCHEMA_VERSION, TABLES, arrow_schema
 from data.store import DEFAULT_DATA_DIR, Store
 
 TRACE_SUFFIXES = (".json", ".json.gz")
@@ -253,7 +253,9 @@ def _write_run(
                 for c in TABLES[table]
                 if c.name != "run_id"
             )
-            order = " ORDER BY rank, ts_ns" if "ts_ns" in column_names(table) else ""
+            # Time order lets window queries skip row groups; cpu_ops are looked up by id, and
+            # sorting their wide JSON columns was 0.3 s of a 360 MB ingest.
+            order = " ORDER BY rank, ts_ns" if table in _TIME_SORTED else ""
             target = lake.staged_file(run_id, table)
             con.execute(
                 f"COPY (SELECT {cols} FROM {src}{order}) TO '{target}' "
@@ -265,6 +267,9 @@ def _write_run(
         lake.discard(run_id)
         raise
 
+
+# Tables written in (rank, ts_ns) order.
+_TIME_SORTED = {"gpu_events", "runtime_calls", "annotations", "steps", "collectives"}
 
 # Columns the link step computes; the parser does not produce them.
 _DERIVED = {
