@@ -35,7 +35,7 @@ from collectors.nvml_source import (
     ReplayFinished,
     ReplaySource,
 )
-from data.compaction import compact_segments
+from data.compaction import compact_segments, repair_merges
 from data.errors import DashError
 from data.lake import Lake
 from data.schema import arrow_schema
@@ -106,6 +106,9 @@ class NvmlSampler:
         ]
         schema = arrow_schema("gpu_inventory").remove(0)
         self.lake.write_segment("gpu_inventory", self.host, pa.Table.from_pylist(rows, schema))
+        partition = self.lake.segment_path("gpu_samples", self.host).parent
+        if repaired := repair_merges(partition):
+            log.info("finished %d merge(s) a previous agent left half done", repaired)
         self._last_flush_ns = time.monotonic_ns()
 
     def start(self) -> None:

@@ -68,14 +68,21 @@ class Lake:
         pq.write_table(table, tmp, compression="zstd")
         os.replace(tmp, path)
 
-    def write_segment(self, table: str, host: str, rows: pa.Table) -> Path:
-        """Append one immutable segment to a stream table (atomic: temp name, then rename).
-
-        `rows` has the table's columns without `host`, which the partition path carries.
-        """
+    def segment_path(self, table: str, host: str) -> Path:
+        """A new, unique segment path in a stream table's partition for `host`."""
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in host) or "unknown"
         name = f"{time.time_ns()}-{os.getpid()}-{threading.get_ident()}.parquet"
-        path = self.root / table / f"host={safe}" / name
+        return self.root / table / f"host={safe}" / name
+
+    def write_segment(
+        self, table: str, host: str, rows: pa.Table, path: Path | None = None
+    ) -> Path:
+        """Append one immutable segment to a stream table (atomic: temp name, then rename).
+
+        `rows` has the table's columns without `host`, which the partition path carries;
+        `path` (from segment_path) when the caller must know the name before the write.
+        """
+        path = path or self.segment_path(table, host)
         schema = arrow_schema(table)
         self._write_atomic(path, rows.select(schema.names[1:]).cast(schema.remove(0)))
         return path

@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pynvml
 import pytest
@@ -221,3 +222,32 @@ def test_restart_continues_the_series(tmp_path: Path) -> None:
 
     g = gpus(s)
     assert g[["host", "gpu", "samples"]].values.tolist() == [["n1", 0, int(runs["n"].sum())]]
+
+
+def test_a_merge_cut_short_is_finished_at_the_next_start(tmp_path: Path) -> None:
+    """kill -9 between a merge's output landing and its inputs' removal: rows are in the table
+    twice until the agent starts again, which finishes the merge from its manifest."""
+    for _ in range(2):  # two segments to merge (a replay with recorded times writes one)
+        s = NvmlSampler(tmp_path, host="h200", source=ReplaySource([PHASES], keep_time=True))
+        s.open()
+        s.drain()
+        s.close()
+    store = Store(tmp_path)
+    rows = int(store.query("SELECT count(*) n FROM gpu_samples").iloc[0]["n"])
+    partition = store.lake.segment_path("gpu_samples", "h200").parent
+    inputs = sorted(partition.glob("*.parquet"))
+    assert len(inputs) >= 2
+    # The merge's first two steps, then the kill: manifest and output written, inputs kept.
+    merged = pa.concat_tables(pq.ParquetFile(p).read() for p in inputs)
+    out = store.lake.segment_path("gpu_samples", "h200")
+    out.with_name(f".merge-{out.stem}.json").write_text(
+        json.dumps({"output": out.name, "inputs": [p.name for p in inputs]})
+    )
+    store.lake.write_segment("gpu_samples", "h200", merged, out)
+    assert int(store.query("SELECT count(*) n FROM gpu_samples").iloc[0]["n"]) == 2 * rows
+
+    restarted = NvmlSampler(tmp_path, host="h200", source=ReplaySource([PHASES], keep_time=True))
+    restarted.open()  # repairs before it samples anything
+    assert int(store.query("SELECT count(*) n FROM gpu_samples").iloc[0]["n"]) == rows
+    assert not list(partition.glob(".merge-*.json"))
+    restarted.close()
