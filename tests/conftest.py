@@ -12,12 +12,15 @@ import re
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
@@ -214,3 +217,26 @@ def lake_files(data_dir: Path) -> set[str]:
     """Every file and folder under a store's lake (relative paths): staging leftovers included."""
     lake = Path(data_dir) / "lake"
     return {str(p.relative_to(lake)) for p in lake.rglob("*")} if lake.exists() else set()
+
+
+# ------------------------------------------------------------------- the pages under AppTest
+
+
+@contextmanager
+def dashboard_store(d: Path) -> Iterator[Path]:
+    """Point the pages at store `d` (DASH_DATA) while the block runs, without the demo set."""
+    (d / ".demo-ingested").touch()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DASH_DATA", str(d))
+        yield d
+
+
+def open_page(page: str, run_id: str | None = None) -> AppTest:
+    """Run app.py, pick `run_id` in the sidebar, switch to `page`; it raised nothing."""
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+    if run_id is not None:
+        at.session_state["run"] = run_id
+    at.run()
+    at.switch_page(page).run()
+    assert not at.exception, at.exception
+    return at

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SAMPLES
+from conftest import REPO, SAMPLES, dashboard_store, open_page
 from streamlit.testing.v1 import AppTest
 
 from analysis import breakdown as bd
@@ -23,22 +22,12 @@ CPU_ONLY = REPO / "tests" / "data" / "cpu_mlp.pt.trace.json.gz"
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, str]]:
     d = tmp_path_factory.mktemp("store")
     ddp, cpu = ingest([DDP], data_dir=d), ingest([CPU_ONLY], data_dir=d)
-    (d / ".demo-ingested").touch()
-    old = os.environ.get("DASH_DATA")
-    os.environ["DASH_DATA"] = str(d)
-    yield d, ddp, cpu
-    if old is None:
-        os.environ.pop("DASH_DATA")
-    else:
-        os.environ["DASH_DATA"] = old
+    with dashboard_store(d):
+        yield d, ddp, cpu
 
 
 def page(run_id: str) -> AppTest:
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
-    at.session_state["run"] = run_id
-    at.run()
-    at.switch_page("pages/breakdown.py").run()
-    assert not at.exception
+    at = open_page("pages/breakdown.py", run_id)
     assert not at.error
     return at
 

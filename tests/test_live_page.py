@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import csv
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SAMPLES
+from conftest import REPO, SAMPLES, dashboard_store, open_page
 from streamlit.testing.v1 import AppTest
 
 from collectors.ingest import ingest
@@ -29,7 +28,6 @@ def replay(data: Path, path: Path, host: str) -> None:
 def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     d = tmp_path_factory.mktemp("live")
     ingest([SAMPLES / "gpt_train_bf16.pt.trace.json.gz"], data_dir=d)
-    (d / ".demo-ingested").touch()
     replay(d, SAMPLES / "gpt_train_bf16.nvml.csv", "node-a")
     # A second node replaying only the pinned-copy phase of the H200 recording (real rows):
     # utilization.gpu ~100 % with idle SMs, the trap the page must flag.
@@ -43,20 +41,12 @@ def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     inventory = PHASES.with_name("nvml_phases_h200.inventory.json")
     (d / "h2d.inventory.json").write_bytes(inventory.read_bytes())  # the GPU it came from
     replay(d, copy, "node-b")
-    old = os.environ.get("DASH_DATA")
-    os.environ["DASH_DATA"] = str(d)
-    yield d
-    if old is None:
-        os.environ.pop("DASH_DATA")
-    else:
-        os.environ["DASH_DATA"] = old
+    with dashboard_store(d):
+        yield d
 
 
 def live_page() -> AppTest:
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120).run()
-    at.switch_page("pages/live.py").run()
-    assert not at.exception, at.exception
-    return at
+    return open_page("pages/live.py")
 
 
 def test_live_page_labels_replayed_data_and_flags_the_trap(store_dir: Path) -> None:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import ast
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import dashboard_store
 from streamlit.testing.v1 import AppTest
 
 from collectors.ingest import ingest
@@ -34,14 +34,8 @@ def registered_pages() -> list[str]:
 def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     d = tmp_path_factory.mktemp("store")
     ingest([SAMPLE], data_dir=d)
-    (d / ".demo-ingested").touch()  # these tests use their own runs, not the demo set
-    old = os.environ.get("DASH_DATA")
-    os.environ["DASH_DATA"] = str(d)
-    yield d
-    if old is None:
-        os.environ.pop("DASH_DATA")
-    else:
-        os.environ["DASH_DATA"] = old
+    with dashboard_store(d):
+        yield d
 
 
 def app() -> AppTest:

@@ -5,12 +5,11 @@ times), and the ceilings measured on an H200 by `python -m collectors.calibrate`
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SAMPLES
+from conftest import REPO, SAMPLES, dashboard_store, open_page
 from streamlit.testing.v1 import AppTest
 
 from collectors.calibrate import main as calibrate
@@ -25,7 +24,6 @@ TRACE = SAMPLES / "gpt_train_bf16.pt.trace.json.gz"
 @pytest.fixture(scope="module")
 def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     d = tmp_path_factory.mktemp("roofline")
-    (d / ".demo-ingested").touch()
     ingest([REPO / "tests" / "data" / "cpu_mlp.pt.trace.json.gz"], data_dir=d, name="cpu")
     ingest([SAMPLES / "decode_b1_eager.pt.trace.json.gz"], data_dir=d, name="no-telemetry")
     ingest([TRACE], data_dir=d, name="gpt", tags={"tokens_per_step": "8192"})
@@ -41,21 +39,12 @@ def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         calibrate(["--data", str(d), "--import", str(REPO / "data/samples/ceilings_h200.json")])
         == 0
     )
-    old = os.environ.get("DASH_DATA")
-    os.environ["DASH_DATA"] = str(d)
-    yield d
-    if old is None:
-        os.environ.pop("DASH_DATA")
-    else:
-        os.environ["DASH_DATA"] = old
+    with dashboard_store(d):
+        yield d
 
 
 def page(store_dir: Path, path: str, run: str) -> AppTest:
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
-    at.session_state["run"] = Store(store_dir).resolve_run(run)
-    at.run()
-    at.switch_page(path).run()
-    assert not at.exception, at.exception
+    at = open_page(path, Store(store_dir).resolve_run(run))
     assert not at.error, [e.value for e in at.error]
     return at
 

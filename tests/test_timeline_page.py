@@ -4,13 +4,20 @@ kernel by kernel in a narrow window, and the spec sent to the browser stays with
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import HAVE_FIXTURES, REPO, SAMPLES, fixture, requires_fixtures
+from conftest import (
+    HAVE_FIXTURES,
+    REPO,
+    SAMPLES,
+    dashboard_store,
+    fixture,
+    open_page,
+    requires_fixtures,
+)
 from streamlit.testing.v1 import AppTest
 
 from analysis import timeline as tl
@@ -28,22 +35,12 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, 
     d = tmp_path_factory.mktemp("store")
     run, cpu = ingest([SAMPLE], data_dir=d), ingest([CPU_ONLY], data_dir=d)
     big = ingest([fixture(LARGEST)], data_dir=d) if HAVE_FIXTURES else None
-    (d / ".demo-ingested").touch()
-    old = os.environ.get("DASH_DATA")
-    os.environ["DASH_DATA"] = str(d)
-    yield d, run, cpu, big
-    if old is None:
-        os.environ.pop("DASH_DATA")
-    else:
-        os.environ["DASH_DATA"] = old
+    with dashboard_store(d):
+        yield d, run, cpu, big
 
 
 def page(run_id: str) -> AppTest:
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
-    at.session_state["run"] = run_id
-    at.run()
-    at.switch_page("pages/timeline.py").run()
-    assert not at.exception
+    at = open_page("pages/timeline.py", run_id)
     assert not at.error
     return at
 
