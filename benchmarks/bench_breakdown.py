@@ -12,71 +12,26 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import statistics
-import sys
-import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from analysis_common import ROOT, big_run, page_seconds, timed
 
-from analysis import breakdown as bd  # noqa: E402
-from analysis import timeline as tl  # noqa: E402
-from analysis.figures_time import timeline_heatmap, timeline_kernels  # noqa: E402
-from analysis.report import build_report, report_json  # noqa: E402
-from collectors.ingest import ingest  # noqa: E402
-from data import reads, reads_timeline  # noqa: E402
-from data.store import Store  # noqa: E402
+from analysis import breakdown as bd
+from analysis import timeline as tl
+from analysis.figures_time import timeline_heatmap, timeline_kernels
+from analysis.report import build_report, report_json
+from data import reads, reads_timeline
 
-BIG = ROOT / "benchmarks" / "out" / "big_trace.json"
 OUT = ROOT / "benchmarks" / "out" / "breakdown.json"
 FLOOR_ANALYSIS_S = 1.0
 FLOOR_PAGE_S = 2.0
-
-
-def timed(fn: Callable[[], object], n: int = 5) -> float:
-    fn()
-    times = []
-    for _ in range(n):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
-
-
-def page_seconds(
-    data: Path, run_id: str, page: str, n: int = 3, state: dict[str, object] | None = None
-) -> float:
-    from streamlit.testing.v1 import AppTest  # noqa: TID251 (drives the pages, as tests do)
-
-    os.environ["DASH_DATA"] = str(data)
-    (data / ".demo-ingested").touch()
-    times = []
-    for _ in range(n + 1):
-        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-        at.session_state["run"] = run_id
-        for k, v in (state or {}).items():
-            at.session_state[k] = v
-        at.run()
-        t = time.perf_counter()
-        at.switch_page(page).run()
-        times.append(time.perf_counter() - t)
-        assert not at.exception, at.exception
-    return statistics.median(times[1:])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", type=Path)
     args = ap.parse_args()
-    data = args.data or Path(tempfile.mkdtemp(prefix="bench-breakdown-"))
-    s = Store(data)
-    if s.runs().empty:
-        ingest([BIG], data_dir=data, name="big")
-    run = s.runs().iloc[0]
+    s, data, run = big_run(args.data, "bench-breakdown-")
     run_id = str(run["run_id"])
     events = reads_timeline.gpu_work(s, run_id)
     steps = reads.steps(s, run_id)

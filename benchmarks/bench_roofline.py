@@ -12,46 +12,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import statistics
-import sys
-import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from analysis_common import ROOT, big_run, page_seconds, timed
 
-from analysis import bandwidth, roofline  # noqa: E402
-from analysis.specs import match_spec  # noqa: E402
-from collectors.ingest import ingest  # noqa: E402
-from data import reads, reads_roofline  # noqa: E402
-from data.store import Store  # noqa: E402
+from analysis import bandwidth, roofline
+from analysis.specs import match_spec
+from data import reads, reads_roofline
 
-BIG = ROOT / "benchmarks" / "out" / "big_trace.json"
 OUT = ROOT / "benchmarks" / "out" / "roofline.json"
-
-
-def timed(fn: Callable[[], object], n: int = 5) -> float:
-    fn()
-    times = []
-    for _ in range(n):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", type=Path)
     args = ap.parse_args()
-    data = args.data or Path(tempfile.mkdtemp(prefix="bench-roofline-"))
-    s = Store(data)
-    if s.runs().empty:
-        ingest([BIG], data_dir=data, name="big")
-    run = s.runs().iloc[0]
+    s, data, run = big_run(args.data, "bench-roofline-")
     run_id = str(run["run_id"])
     spec = match_spec(run["device_name"])
     events = reads_roofline.gpu_events(s, run_id)
@@ -76,27 +52,7 @@ def main() -> None:
             "kernel_bandwidth": timed(lambda: bandwidth.kernel_bandwidth(work, 4.8e12)),
         },
     }  # fmt: skip
-    from streamlit.testing.v1 import AppTest  # noqa: TID251 (drives the pages, as tests do)
-
-    os.environ["DASH_DATA"] = str(data)
-    (data / ".demo-ingested").touch()
-    pages = {}
-    for page in ("pages/roofline.py", "pages/bandwidth.py"):
-
-        def render(page: str = page) -> None:
-            at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-            at.session_state["run"] = run_id
-            at.run()
-            t = time.perf_counter()
-            at.switch_page(page).run()
-            pages[page] = time.perf_counter() - t
-            assert not at.exception, at.exception
-
-        samples = []
-        for _ in range(4):
-            render()
-            samples.append(pages[page])
-        pages[page] = statistics.median(samples[1:])
+    pages = {p: page_seconds(data, run_id, p) for p in ("pages/roofline.py", "pages/bandwidth.py")}
     result["page_render_s"] = pages
     OUT.write_text(json.dumps(result, indent=1))
     print(json.dumps(result, indent=1))
