@@ -24,9 +24,3 @@ def islands(ts_ns: np.ndarray, dur_ns: np.ndarray) -> tuple[np.ndarray, np.ndarr
     idx = np.flatnonzero(new)
     island_end = np.append(reach[idx[1:] - 1], reach[-1])
     return start[idx], island_end, order[idx]
-
-
-def busy_ns(ts_ns: np.ndarray, dur_ns: np.ndarray) -> int:
-    """Length of the union of intervals [ts, ts+dur) in ns."""
-    start, end, _ = islands(ts_ns, dur_ns)
-    return int((end - start).sum())

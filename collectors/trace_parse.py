@@ -500,8 +500,7 @@ class _Builder:
         args = _decode_args(self.trace, events, _RuntimeArgs, category)
         names = [e.name for e in events]
         return pa.table({
-            "category": pa.array([category if category != "runtime" else "runtime"] * len(events),
-                                 pa.string()),
+            "category": pa.array([category] * len(events), pa.string()),
             "call_kind": pa.array([_call_kind(n, category) for n in names], pa.string()),
             "name": pa.array(names, pa.string()),
             "pid": _ints([e.pid for e in events]), "tid": _ints([e.tid for e in events]),

@@ -118,17 +118,6 @@ def bucketed(store: Store, start_ns: int, end_ns: int, bucket_ns: int) -> pd.Dat
     )
 
 
-def latest(store: Store, since_ns: int) -> pd.DataFrame:
-    """The newest sample of each (host, gpu) taken at or after since_ns: gpu_samples columns."""
-    return _query(
-        store,
-        "SELECT * FROM gpu_samples WHERE ts_ns >= ? "
-        "QUALIFY row_number() OVER (PARTITION BY host, gpu ORDER BY ts_ns DESC) = 1 "
-        "ORDER BY host, gpu",
-        [since_ns],
-    )
-
-
 def run_window(store: Store, run_id: str) -> tuple[int, int] | None:
     """A trace run's time span in Unix ns (ranks' base_time_ns + start/end), or None when
     the trace carries no baseTimeNanoseconds."""
