@@ -36,8 +36,13 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    data = tmp_path_factory.mktemp("browser-store")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("browser-store")
+
+
+@pytest.fixture(scope="module")
+def server(data_dir: Path) -> Iterator[str]:
+    data = data_dir
     port = _free_port()
     log = (data / "server.log").open("w")
     proc = subprocess.Popen(
@@ -86,19 +91,23 @@ def _settle(page: object) -> None:
     ).wait_for(state="attached", timeout=90_000)
 
 
+def _launch(p: object) -> object:
+    return p.chromium.launch(  # type: ignore[attr-defined]
+        executable_path=CHROMIUM,
+        args=[
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+        ],
+    )
+
+
 def test_upload_through_the_browser_shows_the_new_overview(server: str, tmp_path: Path) -> None:
     with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-            ],
-        )
+        browser = _launch(p)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         # First start: the demo runs are ingested, then the Runs page lists them.
         page.goto(server)
@@ -130,4 +139,44 @@ def test_upload_through_the_browser_shows_the_new_overview(server: str, tmp_path
         assert metrics[:2] == ["1", "3"]  # one rank, three profiled steps
         assert page.get_by_test_id("stException").count() == 0
         page.screenshot(path=str(tmp_path / "overview.png"), full_page=True)
+        browser.close()
+
+
+def _window_ms(page: object) -> list[float]:
+    texts = page.get_by_test_id("stSliderThumbValue").all_inner_texts()  # type: ignore[attr-defined]
+    return [float(t.replace(",", "")) for t in texts]
+
+
+def test_box_select_on_the_timeline_zooms_the_window(server: str, data_dir: Path) -> None:
+    from data.store import Store
+
+    runs = Store(data_dir).runs()
+    run_id = runs[runs["device_name"].notna()]["run_id"].iloc[0]
+    with playwright.sync_playwright() as p:
+        browser = _launch(p)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
+        page.goto(f"{server}/timeline?run={run_id}")
+        page.get_by_test_id("stSliderThumbValue").first.wait_for(timeout=90_000)
+        _settle(page)
+        whole = _window_ms(page)
+        assert whole[0] == 0.0
+        drag = page.locator(".nsewdrag").first
+        drag.wait_for(timeout=30_000)
+        box = drag.bounding_box()
+        y = box["y"] + box["height"] / 2
+        x0, x1 = box["x"] + 0.3 * box["width"], box["x"] + 0.5 * box["width"]
+        page.mouse.move(x0, y)
+        page.mouse.down()
+        page.mouse.move(x1, y, steps=12)
+        page.mouse.up()
+        deadline = time.monotonic() + 60
+        window = whole
+        while time.monotonic() < deadline and window == whole:
+            page.wait_for_timeout(500)
+            window = _window_ms(page)
+        # The box spans 30 %..50 % of the plot's width: the window follows it.
+        span = whole[1] - whole[0]
+        assert window[0] == pytest.approx(0.3 * span, abs=0.05 * span)
+        assert window[1] == pytest.approx(0.5 * span, abs=0.05 * span)
+        assert page.get_by_test_id("stException").count() == 0
         browser.close()
