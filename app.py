@@ -19,6 +19,16 @@ PAGES = [
         "pages/breakdown.py", title="Breakdown", icon=":material/donut_large:", url_path="breakdown"
     ),
     st.Page("pages/timeline.py", title="Timeline", icon=":material/timeline:", url_path="timeline"),
+    st.Page(
+        "pages/recommendations.py",
+        title="Recommendations",
+        icon=":material/recommend:",
+        url_path="recommendations",
+    ),
+    st.Page(
+        "pages/compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"
+    ),
+    st.Page("pages/report.py", title="Report", icon=":material/description:", url_path="report"),
 ]
 
 st.navigation(PAGES).run()

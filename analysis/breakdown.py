@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.intervals import islands
+from analysis.intervals import covered_before, islands
 from analysis.kernel_classes import classify
 
 COMPUTE, COMM, MEMCPY, MEMSET = 0, 1, 2, 3
@@ -122,19 +122,9 @@ def step_windows(steps: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     return out.astype({"step": "Int64", "start_ns": "int64", "end_ns": "int64"})
 
 
-def _covered(start: np.ndarray, end: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """For disjoint sorted islands: covered length in (-inf, p) for each point p."""
-    cum = np.concatenate([[0], np.cumsum(end - start)])
-    k = np.searchsorted(end, points, side="right")  # islands that ended by p
-    partial = np.zeros(len(points), dtype=np.int64)
-    inside = k < len(start)
-    partial[inside] = np.maximum(points[inside] - start[k[inside]], 0)
-    return np.asarray(cum[k] + partial, dtype=np.int64)
-
-
 def _per_window(start: np.ndarray, end: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     """Covered length inside each window [bounds[i], bounds[i+1])."""
-    return np.diff(_covered(start, end, bounds))
+    return np.diff(covered_before(start, end, bounds))
 
 
 def _union_per_window(

@@ -24,3 +24,13 @@ def islands(ts_ns: np.ndarray, dur_ns: np.ndarray) -> tuple[np.ndarray, np.ndarr
     idx = np.flatnonzero(new)
     island_end = np.append(reach[idx[1:] - 1], reach[-1])
     return start[idx], island_end, order[idx]
+
+
+def covered_before(start: np.ndarray, end: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """For disjoint sorted islands: covered length in (-inf, p) for each point p."""
+    cum = np.concatenate([[0], np.cumsum(end - start)])
+    k = np.searchsorted(end, points, side="right")  # islands that ended by p
+    partial = np.zeros(len(points), dtype=np.int64)
+    inside = k < len(start)
+    partial[inside] = np.maximum(points[inside] - start[k[inside]], 0)
+    return np.asarray(cum[k] + partial, dtype=np.int64)

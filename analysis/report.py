@@ -1,9 +1,11 @@
-"""The run report: `python -m analysis.report RUN --format json [-o FILE] [--data DIR]`.
+"""The run report: `python -m analysis.report RUN --format html|md|json|pdf [-o FILE]
+[--data DIR]`.
 
 RUN is a run id, a run name (the latest run of that name) or a trace path (ingested first,
 by `python -m collectors.ingest` in a child process: analysis never imports collectors).
-`build_report` is pure (frames in, a dict out); `main` does the reading and writing. This
-version writes JSON only; html, md and pdf come with the report issue.
+`build_report` is pure (frames in, a dict out); `export` turns that dict and the run's charts
+(analysis.report_charts) into one format (HTML: analysis.report_html, Markdown:
+analysis.report_md, PDF: analysis.report_pdf); `main` does the reading and writing.
 
 JSON layout: `run` (id, name, ranks, device_name), `metrics` (`overall` and `per_rank`, each
 with kernel_count, kernel_time_ms, step_time_ms, gpu_busy_pct, idle_pct, compute_pct,
@@ -32,13 +34,23 @@ import pandas as pd
 from analysis import breakdown as bd
 from analysis import roofline
 from analysis.overview import step_times
+from analysis.recommend import run_recommendations
+from analysis.report_charts import report_charts
+from analysis.report_html import render_html
+from analysis.report_md import render_md
+from analysis.report_sections import Chart
 from analysis.specs import match_spec
 from data import reads, reads_roofline, reads_timeline
 from data.errors import DashError
 from data.store import DEFAULT_DATA_DIR, Store
 
 FORMATS = ("html", "md", "json", "pdf")
-AVAILABLE = ("json",)
+MEDIA_TYPES = {
+    "html": "text/html",
+    "md": "text/markdown",
+    "json": "application/json",
+    "pdf": "application/pdf",
+}
 REPO = Path(__file__).resolve().parents[1]
 COMPUTE_KEYS = ("achieved_tflops", "mfu_pct", "hbm_bw_util_pct")
 SHARE_KEYS = (
@@ -197,30 +209,53 @@ def report_json(store: Store, run_id: str) -> dict[str, Any]:
             work[work["rank"] == rank], steps[steps["rank"] == rank], spec
         )
     table = roofline.roofline_table(work, spec, ceilings, by="op_class")
-    return build_report(run, steps, events, roofline=table, compute=compute)
+    doc = build_report(run, steps, events, roofline=table, compute=compute)
+    doc["recommendations"] = [r.as_json() for r in run_recommendations(store, run_id)]
+    return doc
+
+
+def export(doc: dict[str, Any], charts: dict[str, Chart] | None, fmt: str) -> str | bytes:
+    """The report in one of FORMATS: text, or bytes for PDF. `doc` is report_json's dict,
+    `charts` report_charts's (not needed for JSON)."""
+    if fmt == "json":
+        return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+    if charts is None:
+        raise ValueError(f"the {fmt} report needs the run's charts")
+    if fmt == "html":
+        return render_html(doc, charts)
+    if fmt == "md":
+        return render_md(doc, charts)
+    # matplotlib and fpdf2 take ~0.5 s to import: only the PDF needs them.
+    from analysis.report_pdf import render_pdf
+
+    return render_pdf(doc, charts)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns the exit status."""
     ap = argparse.ArgumentParser(
         prog="python -m analysis.report",
-        description="Write the report of one run (this version: --format json).",
+        description="Write the report of one run: self-contained HTML with interactive "
+        "charts, Markdown, JSON, or PDF with static charts.",
     )
     ap.add_argument("run", help="run id, run name (latest of that name) or trace path")
     ap.add_argument("--format", choices=FORMATS, default="json", help="report format")
-    ap.add_argument("-o", "--output", type=Path, help="output file (default: standard output)")
+    ap.add_argument(
+        "-o", "--output", type=Path, help="output file (default: standard output; PDF bytes too)"
+    )
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR, help="store folder")
     args = ap.parse_args(argv)
-    if args.format not in AVAILABLE:
-        print(f"error: format {args.format} is not available yet", file=sys.stderr)
-        return 2
     try:
         run_id = _resolve(args.run, args.data)
-        text = json.dumps(report_json(Store(args.data), run_id), indent=1, ensure_ascii=False)
+        store = Store(args.data)
+        charts = None if args.format == "json" else report_charts(store, run_id)
+        out = export(report_json(store, run_id), charts, args.format)
+        data = out.encode() if isinstance(out, str) else out
         if args.output:
-            args.output.write_text(text + "\n")
+            args.output.write_bytes(data)
         else:
-            print(text)
+            sys.stdout.buffer.write(data)
+            sys.stdout.flush()
     except DashError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

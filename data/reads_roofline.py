@@ -61,7 +61,7 @@ def launching_ops(store: Store, run_id: str) -> pd.DataFrame:
         """,
         [run_id, run_id],
     )
-    counts = sigs["ids"].map(len).to_numpy()
+    counts = sigs["ids"].map(len).to_numpy(dtype=np.int64)  # int even when empty (CPU-only)
     signature = np.repeat(np.arange(len(sigs)), counts)
     ops = pd.DataFrame(
         {

@@ -4,22 +4,19 @@ of the same window when the run has telemetry (analysis/bandwidth.py)."""
 import streamlit as st
 
 from analysis import bandwidth as bw
-from analysis import roofline as rf
 from analysis.figures_roofline import bandwidth_figure
-from analysis.specs import match_spec
-from data import reads_roofline, reads_telemetry
+from analysis.run_figures import bandwidth_frames, roofline_inputs
 from pages._ui import fmt_pct, require_run
 
 s, run_id = require_run()
 run = s.run_summary(run_id)
 st.title("HBM bandwidth")
-events = reads_roofline.gpu_events(s, run_id)
-if events.empty:
+inputs = roofline_inputs(s, run_id)
+if inputs.work.empty:
     st.info("This run has no GPU activity (a CPU-only trace): there is no bandwidth to show.")
     st.stop()
-spec = match_spec(run["device_name"])
+spec, work = inputs.spec, inputs.work
 peak = spec.hbm_bytes_per_s if spec else None
-work = rf.kernel_work(events, reads_roofline.launching_ops(s, run_id))
 st.caption(
     "Estimated from the bytes each kernel's op must move (shapes × dtypes) over its time: "
     "compulsory traffic, so L2 hits make the real traffic lower and re-reads higher. "
@@ -31,16 +28,8 @@ st.caption(
 )
 
 buckets = st.slider("Time buckets", 50, 2000, 400, 50)
-series = bw.bandwidth_series(work, peak, buckets)
-origin = int(work["ts_ns"].min())
-series["t_s"] = (series["ts_ns"] - origin) / 1e9
-
-gpm = reads_telemetry.run_samples(s, run_id)
-bases = reads_roofline.time_bases(s, run_id)["base_time_ns"].dropna()
-gpm = gpm[gpm["gpm_dram_bw_util_pct"].notna()] if not gpm.empty else gpm
-if not gpm.empty and len(bases):
-    gpm = gpm.assign(t_s=(gpm["ts_ns"] - (int(bases.iloc[0]) + origin)) / 1e9)
-st.plotly_chart(bandwidth_figure(series, gpm if len(bases) else None), width="stretch")
+series, gpm = bandwidth_frames(s, run_id, work, peak, buckets)
+st.plotly_chart(bandwidth_figure(series, gpm), width="stretch")
 if gpm.empty:
     st.caption("No telemetry for this run: NVML GPM DRAM_BW_UTIL samples appear here when "
                "`python -m collectors.nvml` ran on the host during the trace.")  # fmt: skip

@@ -10,8 +10,9 @@ import streamlit as st
 
 from analysis import roofline as rf
 from analysis.figures_roofline import roofline_figure
-from analysis.specs import PRECISIONS, match_spec, spec_names
-from data import reads, reads_roofline
+from analysis.run_figures import roofline_inputs
+from analysis.specs import PRECISIONS, spec_names
+from data import reads
 from pages._ui import fmt_pct, require_run
 
 GROUPS = {"op class": "op_class", "op": "op_name", "kernel class": "kernel_class", "kernel": "name"}
@@ -19,22 +20,16 @@ GROUPS = {"op class": "op_class", "op": "op_name", "kernel class": "kernel_class
 s, run_id = require_run()
 run = s.run_summary(run_id)
 st.title("Roofline")
-events = reads_roofline.gpu_events(s, run_id)
-if events.empty:
-    st.info("This run has no GPU activity (a CPU-only trace): there is no roofline to draw.")
-    st.stop()
-
-names = spec_names()
-matched = match_spec(run["device_name"])
 choice = st.sidebar.selectbox(
     "Device spec",
-    ["(match the trace's device)", *names],
+    ["(match the trace's device)", *spec_names()],
     help="Override when the trace's device name is missing or wrong (e.g. a power-capped card)",
 )
-spec = match_spec(run["device_name"], None if choice.startswith("(") else choice)
-measured = rf.measured_ceilings(reads_roofline.ceilings(s, run["device_name"]))
-roof_sets = [r for r in (rf.datasheet_ceilings(spec) if spec else None, measured) if r]
-work = rf.kernel_work(events, reads_roofline.launching_ops(s, run_id))
+inputs = roofline_inputs(s, run_id, None if choice.startswith("(") else choice)
+if inputs.work.empty:
+    st.info("This run has no GPU activity (a CPU-only trace): there is no roofline to draw.")
+    st.stop()
+spec, matched, measured, work = inputs.spec, inputs.matched, inputs.measured, inputs.work
 
 device = run["device_name"] or "no device name in the trace"
 if spec is None:
@@ -73,8 +68,10 @@ c[4].metric(
     help="Share of GPU time whose ops have shapes and a work model",
 )
 
+# A link from the Recommendations page (?ops=…, repeated) opens on those ops.
+linked = st.query_params.get_all("ops")
 left, mid, right = st.columns(3)
-by = GROUPS[left.selectbox("Points per", list(GROUPS))]
+by = GROUPS[left.selectbox("Points per", list(GROUPS), index=1 if linked else 0)]
 rows = rf.roofline_table(work, spec, measured, by)
 precisions = sorted(set(rows["precision"]) - {""})
 picked = mid.multiselect("Precision", precisions, default=precisions)
@@ -82,7 +79,10 @@ min_share = right.slider("Min share of GPU time (%)", 0.0, 10.0, 0.0, 0.1)
 # Copies (no precision) stay in the table; the chart has no point for 0 FLOP anyway.
 kept = rows["precision"].isin(picked) | (rows["precision"] == "")
 shown = rows[kept & (rows["share_pct"] >= min_share)]
-st.plotly_chart(roofline_figure(shown.reset_index(drop=True), roof_sets), width="stretch")
+if linked and by == "op_name":
+    shown = shown[shown["name"].isin(linked)]
+    st.caption(f"Showing the ops a recommendation points at: {', '.join(linked)}.")
+st.plotly_chart(roofline_figure(shown.reset_index(drop=True), inputs.roof_sets), width="stretch")
 
 unmodelled = rows[rows["flops"].isna()]
 if not unmodelled.empty:

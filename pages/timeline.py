@@ -9,7 +9,7 @@ box-selecting a range on the chart.
 import streamlit as st
 
 from analysis import timeline as tl
-from analysis.figures_time import timeline_heatmap, timeline_kernels
+from analysis.run_figures import timeline_view
 from data import reads_timeline
 from pages._ui import require_run
 
@@ -19,8 +19,6 @@ lanes = reads_timeline.lanes(s, run_id)
 if lanes.empty:
     st.info("This run has no GPU activity (a CPU-only trace): there is no timeline to draw.")
     st.stop()
-lt = tl.lane_table(lanes)
-labels = lt["label"].tolist()
 origin, end = int(lanes["first_ns"].min()), int(lanes["last_ns"].max())
 span_ms = (end - origin) / 1e6
 win_key, sel_key, applied_key = f"tl_window_{run_id}", f"tl_select_{run_id}", f"tl_applied_{run_id}"
@@ -31,6 +29,15 @@ if boxes and boxes[0].get("x") and boxes[0] != st.session_state.get(applied_key)
     x0, x1 = sorted(float(x) for x in boxes[0]["x"][:2])
     st.session_state[applied_key] = boxes[0]
     st.session_state[win_key] = (max(0.0, x0), min(span_ms, x1))
+
+# A link from another page (?t0_ns=…&t1_ns=…, absolute ns) opens on that window, once.
+link = (st.query_params.get("t0_ns"), st.query_params.get("t1_ns"))
+if link[0] and link[1] and link != st.session_state.get(f"tl_link_{run_id}"):
+    st.session_state[f"tl_link_{run_id}"] = link
+    st.session_state[win_key] = (
+        min(max(0.0, (int(link[0]) - origin) / 1e6), span_ms),
+        min(max(0.0, (int(link[1]) - origin) / 1e6), span_ms),
+    )
 
 left, right = st.columns([5, 1])
 window = left.slider(
@@ -46,24 +53,18 @@ if right.button("Whole run", icon=":material/zoom_out_map:"):
     st.session_state.pop(win_key, None)
     st.rerun()
 t0, t1 = origin + int(window[0] * 1e6), origin + max(int(window[1] * 1e6), 1)
-count = reads_timeline.window_count(s, run_id, t0, t1)
-
-if count <= tl.MAX_SHAPES:
-    st.caption(f"{count:,} GPU activities in the window, each drawn; hover for details.")
-    rows = reads_timeline.window_events(s, run_id, t0, t1, tl.MAX_SHAPES)
-    fig = timeline_kernels(tl.segments(rows, lt, origin), labels)
-    fig.update_xaxes(range=list(window))
+view = timeline_view(s, run_id, lanes, t0, t1)
+if view.bucket_ns is None:
+    st.caption(f"{view.count:,} GPU activities in the window, each drawn; hover for details.")
 else:
-    bucket_ns, n = tl.bucket_plan(t0, t1, len(lt))
     st.caption(
-        f"{count:,} GPU activities in the window: busy fraction per {bucket_ns / 1e3:,.1f} µs "
-        f"bucket (hover: the kernel with the most time). Narrow the window to at most "
-        f"{tl.MAX_SHAPES:,} activities, or box-select a range, to see single kernels."
+        f"{view.count:,} GPU activities in the window: busy fraction per "
+        f"{view.bucket_ns / 1e3:,.1f} µs bucket (hover: the kernel with the most time). Narrow "
+        f"the window to at most {tl.MAX_SHAPES:,} activities, or box-select a range, to see "
+        "single kernels."
     )
-    z, text = tl.busy_grid(reads_timeline.buckets(s, run_id, t0, t1, bucket_ns), lt, n, bucket_ns)
-    fig = timeline_heatmap(z, text, labels, window[0], bucket_ns / 1e6)
-fig.update_layout(dragmode="select")
-st.plotly_chart(fig, width="stretch", on_select="rerun", selection_mode="box", key=sel_key)
+view.figure.update_layout(dragmode="select")
+st.plotly_chart(view.figure, width="stretch", on_select="rerun", selection_mode="box", key=sel_key)
 
 with st.expander("Lanes"):
     st.dataframe(

@@ -113,13 +113,6 @@ def test_a_trace_path_is_ingested_first(tmp_path: Path) -> None:
     assert json.loads(again.stdout)["run"]["id"] == doc["run"]["id"]
 
 
-@pytest.mark.parametrize("fmt", ["html", "md", "pdf"])
-def test_other_formats_are_not_available_yet(fmt: str, tmp_path: Path) -> None:
-    proc = report("anything", "--format", fmt, "--data", tmp_path)
-    assert proc.returncode != 0
-    assert proc.stderr.strip().splitlines() == [f"error: format {fmt} is not available yet"]
-
-
 def test_unknown_run_is_one_line(tmp_path: Path) -> None:
     proc = report("no-such-run", "--data", tmp_path)
     assert proc.returncode == 2

@@ -1,0 +1,106 @@
+"""Recommendations: what to change first, ranked by estimated time saved per step."""
+
+import pandas as pd
+import streamlit as st
+
+from analysis.evidence import gather
+from analysis.recommend import recommend
+from analysis.rules_catalog import CATALOG
+from data.errors import DashError
+from pages._ui import fmt_ms, require_run, show_error
+
+CONFIDENCE_BADGE = {"high": ":green-badge[high confidence]",
+                    "medium": ":orange-badge[medium confidence]",
+                    "low": ":gray-badge[low confidence]"}  # fmt: skip
+
+s, run_id = require_run()
+run = s.run_summary(run_id)
+st.title("Recommendations")
+try:
+    facts = gather(s, run_id)
+    recs = recommend(facts)
+except DashError as e:
+    show_error(e)
+st.caption(
+    f"{run['name']} · median step {fmt_ms(facts.step_ms)} · savings are per step and per "
+    "rank, measured on this run; they overlap (fixing one changes the others), so they rank "
+    "but do not add up."
+)
+if not recs:
+    st.success(
+        f"None of the {len(CATALOG)} rules found something to change in this run "
+        "(thresholds: README, Recommendations).",
+        icon="✅",
+    )
+    st.stop()
+
+table = pd.DataFrame(
+    {
+        "#": range(1, len(recs) + 1),
+        "recommendation": [r.title for r in recs],
+        "id": [r.id for r in recs],
+        "saving per step": [fmt_ms(r.est_saving_ms) for r in recs],
+        "% of step": [r.est_saving_pct for r in recs],
+        "confidence": [r.confidence for r in recs],
+    }
+)
+st.dataframe(
+    table,
+    hide_index=True,
+    column_config={
+        "% of step": st.column_config.ProgressColumn(format="%.1f %%", min_value=0, max_value=100)
+    },
+)
+
+kernels = facts.kernels
+for i, r in enumerate(recs, 1):
+    with st.container(border=True):
+        head, saving = st.columns([4, 1])
+        head.subheader(f"{i}. {r.title}", anchor=r.id)
+        head.markdown(f"`{r.id}` {CONFIDENCE_BADGE[r.confidence]}")
+        saving.metric(
+            "Saving per step",
+            fmt_ms(r.est_saving_ms),
+            f"-{r.est_saving_pct:.1f} % of step",
+            delta_color="inverse",
+        )
+        st.markdown("\n".join(f"- {e}" for e in r.evidence))
+        with st.expander("Why this saving"):
+            st.write(r.why)
+            st.caption(f"Detects: {CATALOG[r.id].detects}. Estimate: {CATALOG[r.id].saving}.")
+        st.code(r.fix, language="python")
+        if r.kernels or r.ops:
+            hit = kernels[kernels["name"].astype(str).isin(r.kernels)
+                          | kernels["op_name"].astype(str).isin(r.ops)]  # fmt: skip
+            if len(hit):
+                top = (
+                    hit.groupby(["op_name", "name"], observed=True)["dur_ns"]
+                    .agg(["size", "sum"])
+                    .sort_values("sum", ascending=False)
+                    .head(8)
+                    .reset_index()
+                )
+                top["ms per step"] = top["sum"].map(lambda v: facts.per_step_ms(float(v)))
+                first = int(hit["ts_ns"].min())
+                with st.expander(f"Kernels and ops behind it ({len(hit):,} kernels)"):
+                    st.dataframe(
+                        top.rename(
+                            columns={"op_name": "op", "name": "kernel", "size": "count"}
+                        ).drop(columns="sum"),
+                        hide_index=True,
+                    )
+                    links = st.columns(2)
+                    links[0].page_link(
+                        "pages/timeline.py", label="Show the first one in the timeline",
+                        icon=":material/timeline:",
+                        query_params={"run": run_id, "t0_ns": first - 200_000,
+                                      "t1_ns": first + 800_000},
+                    )  # fmt: skip
+                    links[1].page_link(
+                        "pages/roofline.py", label="See these ops on the roofline",
+                        icon=":material/show_chart:",
+                        query_params={"run": run_id, "ops": list(r.ops)},
+                    )  # fmt: skip
+
+st.page_link("pages/report.py", label="Export this as a report (HTML, Markdown, JSON, PDF)",
+             icon=":material/download:")  # fmt: skip

@@ -1,0 +1,75 @@
+"""Report: a preview of a run's report, and the report to download as HTML, Markdown, JSON or
+PDF (analysis/report.py; the same files as `python -m analysis.report`)."""
+
+import streamlit as st
+
+from analysis.report import FORMATS, MEDIA_TYPES, export, report_json
+from analysis.report_charts import CHART_SECTIONS, report_charts
+from analysis.report_md import md_escape
+from analysis.report_sections import (
+    NO_RECOMMENDATIONS,
+    TITLES,
+    recommendations,
+    saving_text,
+    summary_lines,
+)
+from pages._ui import fmt_ms, fmt_pct, require_run
+
+LABELS = {
+    "html": "HTML (interactive, offline)",
+    "md": "Markdown",
+    "json": "JSON",
+    "pdf": "PDF",
+}
+
+s, run_id = require_run()
+st.title("Report")
+with st.spinner("Building the report…"):
+    doc = report_json(s, run_id)
+    charts = report_charts(s, run_id)
+
+st.caption("Download the whole report; every file holds the sections previewed below.")
+cols = st.columns(len(FORMATS))
+name = doc["run"]["name"]
+for col, fmt in zip(cols, FORMATS, strict=True):
+    col.download_button(
+        LABELS[fmt],
+        # Built on click: the PDF takes a few seconds, and most visits download one format.
+        data=lambda fmt=fmt: export(doc, charts, fmt),
+        file_name=f"{name}-{run_id}.{fmt}",
+        mime=MEDIA_TYPES[fmt],
+        on_click="ignore",
+        icon=":material/download:",
+        key=f"report_{fmt}",
+        width="stretch",
+    )
+
+st.subheader(TITLES["summary"])
+for line in summary_lines(doc):
+    st.markdown(md_escape(line))
+m = doc["metrics"]["overall"]
+c = st.columns(5)
+c[0].metric("Time per step", fmt_ms(m["step_time_ms"]))
+c[1].metric("GPU busy", fmt_pct(m["gpu_busy_pct"]))
+c[2].metric("MFU", fmt_pct(m["mfu_pct"]))
+c[3].metric("HBM bandwidth", fmt_pct(m["hbm_bw_util_pct"]))
+c[4].metric("Kernels", f"{m['kernel_count']:,}")
+
+st.subheader(TITLES["recommendations"])
+recs = recommendations(doc)
+if not recs:
+    st.info(NO_RECOMMENDATIONS)
+for n, rec in enumerate(recs, start=1):
+    with st.expander(f"{n}. {rec['title']} · {saving_text(rec)}", expanded=n == 1):
+        st.markdown(md_escape(str(rec.get("why") or "")))
+        st.markdown("\n".join(f"- {md_escape(str(e))}" for e in rec.get("evidence") or []))
+        st.code(str(rec.get("fix") or ""), language="python")
+
+st.subheader("Charts")
+for tab, key in zip(st.tabs([TITLES[k] for k in CHART_SECTIONS]), CHART_SECTIONS, strict=True):
+    chart = charts[key]
+    if chart.figure is None:
+        tab.info(chart.summary)
+        continue
+    tab.plotly_chart(chart.figure, width="stretch", key=f"report_chart_{key}")
+    tab.caption(md_escape(chart.summary))

@@ -1,0 +1,46 @@
+"""Facts of the real traces for the recommendation-rule tests, each run ingested and
+gathered once per test session (the shared fixtures through recommend_store, with the H200's
+measured ceilings; the project's own samples into a store of their own)."""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import tempfile
+from functools import cache
+from pathlib import Path
+
+from conftest import SAMPLES, fixture_runs
+from recommend_store import facts as facts_of  # noqa: F401 (the rule tests import it here)
+
+from analysis.evidence import Facts, gather
+from analysis.recommend import RULES, Finding, _load_rules
+from collectors.ingest import ingest
+from data.store import Store
+
+
+def foreign_labels() -> list[str]:
+    return [r.label for r in fixture_runs() if r.label.startswith("foreign/")]
+
+
+@cache
+def _samples_folder() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="rules-samples-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
+@cache
+def sample_facts(name: str) -> Facts:
+    """Facts of a trace (file or folder) in data/samples."""
+    run_id = ingest([SAMPLES / name], data_dir=_samples_folder())
+    return gather(Store(_samples_folder()), run_id)
+
+
+def fire(facts: Facts, rule_id: str) -> Finding | None:
+    _load_rules()
+    return RULES[rule_id](facts)
+
+
+def fired(facts: Facts, rule_ids: tuple[str, ...]) -> set[str]:
+    return {r for r in rule_ids if fire(facts, r) is not None}
