@@ -15,7 +15,9 @@ and their GPU time per kernel class (`class_time`) in, a `Comparison` out.
   step, analysis.breakdown; a rank without ProfilerSteps is one window). So the classes add up
   to the run's GPU time per step and per GPU.
 - **Recommendations**, by id: gone (before only), new (after only), kept (both, with each
-  side's estimated saving).
+  side's estimated saving); "unseen" instead of gone when the rule needs op shapes and the
+  after run has a work model for less than half its GPU time (CUDA-graph replays carry no
+  shapes: the rule could not have seen the problem, fixed or not).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import pandas as pd
 
 from analysis.kernel_classes import KERNEL_CLASSES, classify
 from analysis.report import _records, _resolve, report_json
+from analysis.rules_catalog import NEEDS_SHAPES
 from data import reads_timeline
 from data.errors import DashError
 from data.store import DEFAULT_DATA_DIR, Store
@@ -61,6 +64,7 @@ METRICS: tuple[tuple[str, str, str], ...] = (
 # (kernels replayed by a CUDA graph have no op shapes, so decode_b1_cudagraph models 0.2 %).
 WORK_METRICS = ("achieved_tflops", "mfu_pct", "hbm_bw_util_pct")
 MODELLED_GAP_PCT_POINTS = 10.0
+UNSEEN_BELOW_MODELLED_PCT = 50.0
 METRIC_COLUMNS = ["metric", "label", "before", "after", "delta", "delta_pct", "better", "change"]
 CLASS_COLUMNS = [
     "kernel_class",
@@ -81,7 +85,7 @@ REC_COLUMNS = [
     "after_saving_ms",
     "confidence",
 ]
-REC_STATUSES = ("gone", "new", "kept")
+REC_STATUSES = ("gone", "unseen", "new", "kept")
 NOISE_REL = 0.01
 NOISE_PCT_POINTS = 0.1
 # A report's recommendations by id: (rank from 1, the recommendation dict).
@@ -146,13 +150,18 @@ def _overall(report: dict[str, Any]) -> dict[str, Any]:
     windows = step_windows(report)
     m["kernels_per_step"] = m["kernel_count"] / windows if windows else None
     m["kernel_ms_per_step"] = m["kernel_time_ms"] / windows if windows else None
-    rows = report["roofline"]
+    m["modelled_time_pct"] = _modelled_pct(report)
+    return m
+
+
+def _modelled_pct(report: dict[str, Any]) -> float | None:
+    """Share of the GPU time whose ops have a work model (from the roofline rows)."""
+    rows = report.get("roofline") or []
     time_ms = sum(r.get("time_ms") or 0.0 for r in rows)
     modelled_ms = sum(
         (r.get("time_ms") or 0.0) * (r.get("modelled_pct") or 0.0) / 100 for r in rows
     )
-    m["modelled_time_pct"] = 100 * modelled_ms / time_ms if time_ms else None
-    return m
+    return 100 * modelled_ms / time_ms if time_ms else None
 
 
 def _change(key: str, before: float, after: float, better: str) -> str:
@@ -215,9 +224,12 @@ def recommendation_diff(before: dict[str, Any], after: dict[str, Any]) -> pd.Dat
     b: _Ranked = {r["id"]: (i + 1, r) for i, r in enumerate(before.get("recommendations") or [])}
     a: _Ranked = {r["id"]: (i + 1, r) for i, r in enumerate(after.get("recommendations") or [])}
     none: tuple[int | None, dict[str, Any]] = (None, {})
+    coverage = _modelled_pct(after)
+    blind = coverage is not None and coverage < UNSEEN_BELOW_MODELLED_PCT
     rows = []
     for status, ids in (
-        ("gone", [i for i in b if i not in a]),
+        ("gone", [i for i in b if i not in a and not (blind and i in NEEDS_SHAPES)]),
+        ("unseen", [i for i in b if i not in a and blind and i in NEEDS_SHAPES]),
         ("new", [i for i in a if i not in b]),
         ("kept", [i for i in a if i in b]),
     ):

@@ -103,13 +103,21 @@ st.dataframe(
 st.subheader("Recommendations")
 recs = c.recommendations
 # A gone finding has only a before side, a new one only an after side.
-SIDES = {"gone": ("before",), "new": ("after",), "kept": ("before", "after")}
-for status, title in (("gone", "Gone"), ("new", "New"), ("kept", "Kept")):
+SIDES = {"gone": ("before",), "unseen": ("before",), "new": ("after",), "kept": ("before", "after")}
+TITLES = {
+    "gone": "Gone",
+    "unseen": "Not measurable in the after run (its GPU time has no op shapes, e.g. CUDA graphs)",
+    "new": "New",
+    "kept": "Kept",
+}
+for status, title in TITLES.items():
     columns = ["id", "title"]
     columns += [
         f"{side}_{c}" for c in ("rank", "saving_pct", "saving_ms") for side in SIDES[status]
     ]
     part = recs.loc[recs["status"] == status, [*columns, "confidence"]]
+    if part.empty and status == "unseen":
+        continue
     st.markdown(f"**{title}** ({len(part)})")
     if part.empty:
         st.caption("none")

@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from analysis.evidence import gather
+from analysis.evidence import gather, ms
 from analysis.recommend import recommend
 from analysis.rules_catalog import CATALOG
 from data.errors import DashError
@@ -39,7 +39,7 @@ table = pd.DataFrame(
         "#": range(1, len(recs) + 1),
         "recommendation": [r.title for r in recs],
         "id": [r.id for r in recs],
-        "saving per step": [fmt_ms(r.est_saving_ms) for r in recs],
+        "saving per step": [ms(r.est_saving_ms) for r in recs],
         "% of step": [r.est_saving_pct for r in recs],
         "confidence": [r.confidence for r in recs],
     }
@@ -60,7 +60,7 @@ for i, r in enumerate(recs, 1):
         head.markdown(f"`{r.id}` {CONFIDENCE_BADGE[r.confidence]}")
         saving.metric(
             "Saving per step",
-            fmt_ms(r.est_saving_ms),
+            ms(r.est_saving_ms),
             f"-{r.est_saving_pct:.1f} % of step",
             delta_color="inverse",
         )

@@ -181,6 +181,14 @@ def test_cuda_graphs_make_the_launch_bound_finding_go_away(decode: Comparison) -
     assert "cuda-graphs" in [r["id"] for r in gone]
 
 
+def test_findings_a_graph_replay_hides_are_unseen_not_gone(decode: Comparison) -> None:
+    """decode_b1_cudagraph's kernels are replayed from a graph: no op shapes, so the
+    shape-based decode findings cannot be checked there (batching would still pay)."""
+    recs = decode.recommendations.set_index("id")
+    assert recs.loc["decode-batching", "status"] == "unseen"
+    assert "decode-batching" not in decode.verdict
+
+
 def test_data_loader_workers_make_the_starvation_finding_go_away(loader: Comparison) -> None:
     recs = loader.recommendations.set_index("id")
     assert recs.loc["gpu-starvation", "status"] == "gone"
@@ -199,7 +207,7 @@ def test_a_report_without_recommendations_has_none_to_diff() -> None:
     strip = {k: v for k, v in rb.items() if k != "recommendations"}
     c = compare(strip, {**ra, "recommendations": []}, cb, ca)
     assert c.recommendations.empty
-    assert c.to_json()["recommendations"] == {"gone": [], "new": [], "kept": []}
+    assert c.to_json()["recommendations"] == {"gone": [], "unseen": [], "new": [], "kept": []}
     assert "gone" not in c.verdict
 
 
