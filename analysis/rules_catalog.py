@@ -172,12 +172,13 @@ _RULES = (
         "communication kernels (NCCL/RCCL) run while no compute runs (exposed comm in the "
         "breakdown); with several ranks, the part every rank pays (the minimum over ranks per "
         "step), so that waiting for a slower peer is left to straggler",
-        "exposed comm per step minus each window's last collective (it follows the last "
-        "gradient and cannot overlap), at most the compute time not yet overlapped",
+        "exposed comm per step minus the last bucket (`bucket_mb`) of each window's last "
+        "collective (it follows the last gradient and cannot overlap), at most the compute "
+        "time not yet overlapped",
         "model = DDP(model, bucket_cap_mb=25, gradient_as_bucket_view=True)\n"
         "# FSDP: FullyShardedDataParallel(model, backward_prefetch=BackwardPrefetch.BACKWARD_PRE,\n"
         "#        limit_all_gathers=True); avoid a sync (loss.item()) before the all-reduce ends",
-        {"min_exposed_comm_pct": 10.0, "min_share_pct": 3.0},
+        {"min_exposed_comm_pct": 10.0, "min_share_pct": 3.0, "bucket_mb": 25.0},
     ),
     Rule(
         "straggler", "Fix the straggler rank", "Distributed communication",

@@ -51,22 +51,39 @@ _P2P = re.compile(r"sendrecv|(?:^|_)(?:send|recv)(?:_|\(|$)", re.IGNORECASE)
 def _exposed_collectives(facts: Facts) -> pd.DataFrame:
     """Per breakdown row (same index): exposed_ns, the time collective kernels (not
     point-to-point send/recv: pipeline stages waiting for each other) run while no compute
-    runs, and last_ns, the exposed time of the window's last collective."""
+    runs, last_ns, the exposed time of the window's last collective, and blocking_ns, the
+    exposed time of collectives something waited for: the next compute kernel was already
+    queued when the collective ended, or the host sat in a synchronize call. An exposed
+    collective that nothing waited for ran while the GPU idled for its host anyway."""
     ev = facts.events
     cls = bd.event_classes(ev["kind"], ev["name"])
     p2p = ev["name"].astype(str).str.contains(_P2P)
     ps = facts.per_step
-    out = pd.DataFrame({"exposed_ns": 0, "last_ns": 0}, index=ps.index, dtype="int64")
+    syncs = facts.syncs
+    cols = {"exposed_ns": 0, "last_ns": 0, "blocking_ns": 0}
+    out = pd.DataFrame(cols, index=ps.index, dtype="int64")
     for rank, w in ps.groupby("rank"):
         r = (ev["rank"] == rank).to_numpy()
-        cs, ce, _ = islands(*_spans(ev[r & (cls == bd.COMPUTE)]))
+        comp = ev[r & (cls == bd.COMPUTE)]
+        cs, ce, first = islands(*_spans(comp))
         s, e, _ = islands(*_spans(ev[r & (cls == bd.COMM) & ~p2p.to_numpy()]))
         if not len(s):
             continue
         exposed = (e - s) - (covered_before(cs, ce, e) - covered_before(cs, ce, s))
+        nxt = np.searchsorted(cs, e, side="left")
+        launch = comp["launch_ts_ns"].to_numpy(dtype=float, na_value=np.inf)[first]
+        queued = (nxt < len(cs)) & (launch[np.minimum(nxt, max(len(cs) - 1, 0))] < e)
+        mine = syncs[syncs["rank"] == rank]
+        t0 = mine["ts_ns"].to_numpy(np.int64)
+        t1 = t0 + mine["dur_ns"].to_numpy(np.int64)
+        held = ((t0[None, :] < e[:, None]) & (t1[None, :] >= e[:, None])).any(axis=1)
+        waited = np.where(queued | held, exposed, 0)
         ends = w["end_ns"].to_numpy(np.int64)
         win = np.minimum(np.searchsorted(ends, e, side="left"), len(w) - 1)
         tot = np.bincount(win, weights=exposed, minlength=len(w))
+        out.loc[w.index, "blocking_ns"] = np.bincount(win, weights=waited, minlength=len(w)).astype(
+            np.int64
+        )
         # Islands are sorted by time, so `win` is non-decreasing: a window's last island is
         # the one before the first island of the next window.
         pos = np.searchsorted(win, np.arange(len(w)), side="right") - 1
@@ -75,6 +92,15 @@ def _exposed_collectives(facts: Facts) -> pd.DataFrame:
         out.loc[w.index, "exposed_ns"] = tot.astype(np.int64)
         out.loc[w.index, "last_ns"] = last.astype(np.int64)
     return out
+
+
+def _largest_message_bytes(facts: Facts) -> float:
+    """The largest collective message in the run, in bytes (0 when none is recorded)."""
+    c = facts.collectives
+    c = c[c["source"] == "kernel"]
+    size = c["dtype"].map(DTYPE_BYTES).astype(float)
+    msg = np.maximum(c["in_msg_nelems"].fillna(0), c["out_msg_nelems"].fillna(0)) * size
+    return float(msg.max()) if msg.notna().any() else 0.0
 
 
 def _spans(ev: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -92,7 +118,13 @@ def comm_overlap(facts: Facts) -> Finding | None:
     if exposed_pct < th["min_exposed_comm_pct"]:
         return None
     room = (ps["compute_ns"] - ps["comm_overlapped_ns"]).clip(lower=0)
-    fixable = pd.Series(np.minimum(x["exposed_ns"] - x["last_ns"], room), index=ps.index)
+    # Only the last bucket must wait for the last gradient: a last collective larger than a
+    # bucket (one bucket for the whole model) could have started its other buckets earlier.
+    largest = _largest_message_bytes(facts)
+    bucket = th["bucket_mb"] * 1e6
+    last_share = min(1.0, bucket / largest) if largest else 1.0
+    stays = x["last_ns"] * last_share
+    fixable = pd.Series(np.minimum(x["blocking_ns"] - stays, room).clip(lower=0), index=ps.index)
     # What every rank pays in a step is transfer; the excess of some ranks is waiting.
     per_step = fixable.groupby(_step_key(ps)).min()
     saving = facts.per_step_ms(float(per_step.sum()) * facts.ranks)
@@ -109,7 +141,13 @@ def comm_overlap(facts: Facts) -> Finding | None:
             f"({ms(exposed_ms)} per step); {overlap:.0f} % of all communication runs under "
             "compute",
             f"the last collective of each step ({ms(facts.per_step_ms(float(x['last_ns'].sum())))} "
-            "per step exposed) follows the last gradient and stays exposed",
+            f"per step exposed) follows the last gradient; "
+            + (
+                f"its {largest / 1e6:,.0f} MB would be {largest / bucket:.0f} buckets of "
+                f"{th['bucket_mb']:g} MB, of which only the last stays exposed"
+                if last_share < 1
+                else "it stays exposed"
+            ),
             f"the part every one of the {facts.ranks} ranks pays per step: {ms(saving)}"
             if multi
             else "one rank in the trace: waiting for peers cannot be told from transfer",
@@ -118,7 +156,8 @@ def comm_overlap(facts: Facts) -> Finding | None:
             "Collectives that run while no compute runs add their time to the step. Bucketed "
             "gradient all-reduce during backward (or prefetched FSDP gathers) hides them "
             "under compute. The saving is the exposed collective time per step less the last "
-            "collective of the step, at most the compute time not yet overlapped, and with "
+            "bucket of the step's last collective, at most the compute time not yet "
+            "overlapped, and with "
             "several ranks the minimum over ranks (the excess is waiting: straggler). "
             "Point-to-point send/recv (pipeline stages) is left out."
         ),

@@ -36,6 +36,9 @@ def idle_within(facts: Facts, rows: pd.DataFrame) -> np.ndarray:
 def host_sync(facts: Facts) -> Finding | None:
     th = CATALOG["host-sync"].thresholds
     syncs = facts.syncs[facts.syncs["step"].notna()] if len(facts.steps) else facts.syncs
+    # An event sync outside any op is the framework waiting for its own work (DDP's reducer
+    # for the gradient all-reduce), not a sync the user's loop added.
+    syncs = syncs[~((syncs["name"] == "cudaEventSynchronize") & syncs["op"].isna())]
     if syncs.empty or len(syncs) / (facts.windows * facts.ranks) < th["min_syncs_per_step"]:
         return None
     # A sync that waited (the GPU was busy when it began) drains the queue: the GPU then

@@ -31,9 +31,9 @@ def _samples_folder() -> Path:
 
 
 @cache
-def sample_facts(name: str) -> Facts:
-    """Facts of a trace (file or folder) in data/samples."""
-    run_id = ingest([SAMPLES / name], data_dir=_samples_folder())
+def sample_facts(name: str, folder: Path = SAMPLES) -> Facts:
+    """Facts of a trace (file or folder) in data/samples (or `folder`: tests/data)."""
+    run_id = ingest([folder / name], data_dir=_samples_folder())
     return gather(Store(_samples_folder()), run_id)
 
 

@@ -4,6 +4,12 @@ Each workload runs under torch.profiler (CPU+CUDA, record_shapes, profile_memory
 schedule wait=1 warmup=1 active=3) while a thread samples NVML every 100 ms, so every
 trace comes with the telemetry of its window. With 2+ GPUs it also records a 2-rank DDP
 run (one trace file per rank). Usage: python tools/record_samples.py OUT_DIR
+
+`--ddp-comm` records only the two DDP runs whose communication is the problem (the test
+fixtures of the comm-overlap and nccl-topology rules, tests/data/): one gradient bucket for
+the whole model (its all-reduce starts after backward: nothing to overlap with), and NCCL
+with peer-to-peer disabled (traffic through host memory instead of NVLink); and the same
+model with DDP's defaults, the "after" of both.
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-OUT = Path(sys.argv[1] if len(sys.argv) > 1 else "samples_out")
+ARGS = [a for a in sys.argv[1:] if not a.startswith("--")]
+OUT = Path(ARGS[0] if ARGS else "samples_out")
 OUT.mkdir(parents=True, exist_ok=True)
 DEV = "cuda"
 
@@ -208,18 +215,21 @@ def decode(name: str) -> None:
     profiled(name, step)
 
 
-def ddp(rank: int, world: int) -> None:
+def ddp(
+    rank: int, world: int, name: str = "ddp_gpt_bf16_2rank", d: int = 512, layers: int = 4,
+    bucket_cap_mb: float = 25, env: dict[str, str] | None = None, batch: int = 8,
+) -> None:  # fmt: skip
     import torch.distributed as dist
 
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29533")
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29533", **(env or {}))
     dist.init_process_group("nccl", rank=rank, world_size=world)
     torch.cuda.set_device(rank)
     torch.manual_seed(0)
     model = nn.parallel.DistributedDataParallel(
-        GPT(8192, 512, 4, 8, True).cuda(rank), device_ids=[rank]
+        GPT(8192, d, layers, 8, True).cuda(rank), device_ids=[rank], bucket_cap_mb=bucket_cap_mb
     )
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-    data = torch.randint(0, 8192, (8, 513), device=rank)
+    data = torch.randint(0, 8192, (batch, 513), device=rank)
 
     def step() -> None:
         with torch.autocast("cuda", dtype=torch.bfloat16):
@@ -230,7 +240,7 @@ def ddp(rank: int, world: int) -> None:
 
     for _ in range(3):
         step()
-    folder = OUT / "ddp_gpt_bf16_2rank"
+    folder = OUT / name
     folder.mkdir(exist_ok=True)
     acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
     sched = torch.profiler.schedule(wait=1, warmup=1, active=3, repeat=1)
@@ -251,7 +261,22 @@ def ddp(rank: int, world: int) -> None:
     dist.destroy_process_group()
 
 
-if __name__ == "__main__":
+if __name__ == "__main__" and "--ddp-comm" in sys.argv:
+    import torch.multiprocessing as mp
+
+    big = {"d": 1024, "layers": 8}  # ~120 M parameters: 0.5 GB of fp32 gradients per step
+    mp.spawn(ddp, args=(2, "ddp_one_bucket_2rank", *big.values(), 4096), nprocs=2)
+    p2p_off = {"NCCL_P2P_DISABLE": "1"}
+    mp.spawn(ddp, args=(2, "ddp_p2p_disabled_2rank", *big.values(), 25, p2p_off), nprocs=2)
+    # the "after" of both: default 25 MB buckets over NVLink
+    mp.spawn(ddp, args=(2, "ddp_default_2rank", *big.values(), 25), nprocs=2)
+    # GPU-bound (batch 32: the host runs ahead) with slow links, one bucket vs default
+    # buckets: the all-reduce either waits for the end of backward or hides under it.
+    for name, cap in (("ddp_gpu_bound_one_bucket_2rank", 4096), ("ddp_gpu_bound_2rank", 25)):
+        mp.spawn(ddp, args=(2, name, *big.values(), cap, p2p_off, 32), nprocs=2)
+    for f in sorted(OUT.rglob("*.gz")):
+        print(f.relative_to(OUT), f.stat().st_size, flush=True)
+elif __name__ == "__main__":
     print(torch.__version__, torch.cuda.get_device_name(0), torch.cuda.device_count(), flush=True)
     train("gpt_train_bf16", bf16=True, fused=True, batch=8, seq=512, vocab=8192)
     train("gpt_train_fp32_naive", bf16=False, fused=False, batch=7, seq=500, vocab=8191)
