@@ -20,6 +20,7 @@ import threading
 import time
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -133,16 +134,26 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-class _Hasher(threading.Thread):
-    """Hashes files beside the parse (hashlib releases the GIL on large buffers)."""
+class _Background(threading.Thread):
+    """Runs `work` beside the parse (hashlib, Parquet writes and DuckDB release the GIL)."""
 
-    def __init__(self, files: list[Path]) -> None:
+    def __init__(self, work: Callable[[], Any]) -> None:
         super().__init__(daemon=True)
-        self.files = files
-        self.digests: list[str] = []
+        self.work = work
+        self.value: Any = None
+        self.error: BaseException | None = None
 
     def run(self) -> None:
-        self.digests = [_sha256(f) for f in self.files]
+        try:
+            self.value = self.work()
+        except BaseException as e:  # re-raised in the caller's thread by result()
+            self.error = e
+
+    def result(self) -> Any:
+        self.join()
+        if self.error is not None:
+            raise self.error
+        return self.value
 
 
 def ingest(
@@ -161,27 +172,46 @@ def ingest(
     """
     report = progress or (lambda stage, frac: None)
     in_paths = [Path(p) for p in paths]
-    store = Store(data_dir)
     with expand_inputs(in_paths) as labels:
         files = list(labels)
-        hasher = _Hasher(files)
-        hasher.start()
+        # Hashing and opening the store (a new one writes an empty segment per table) run
+        # beside the first file's parse, once its helper process is forked.
+        hasher = _Background(lambda: [_sha256(f) for f in files])
+        opener = _Background(lambda: Store(data_dir))
+
+        def beside() -> None:
+            hasher.start()
+            opener.start()
+
         traces: list[RankTrace] = []
-        for i, f in enumerate(files):
+        try:
+            for i, f in enumerate(files):
 
-            def on_events(done: int, total: int, i: int = i) -> None:
-                report("parse", (i + done / max(total, 1)) / len(files))
+                def on_events(done: int, total: int, i: int = i) -> None:
+                    report("parse", (i + done / max(total, 1)) / len(files))
 
-            try:
-                trace = parse_trace(f, include_python=include_python, progress=on_events)
-            except TraceFormatError as e:  # name the user's file, not a temporary copy
-                raise TraceFormatError(str(e).replace(str(f), labels[f])) from None
-            if trace.events_total == 0:
-                raise TraceFormatError(f"{labels[f]}: the trace has no events (empty traceEvents)")
-            traces.append(trace)
-        hasher.join()
+                try:
+                    trace = parse_trace(
+                        f,
+                        include_python=include_python,
+                        progress=on_events,
+                        beside=beside if i == 0 else None,
+                    )
+                except TraceFormatError as e:  # name the user's file, not a temporary copy
+                    raise TraceFormatError(str(e).replace(str(f), labels[f])) from None
+                if trace.events_total == 0:
+                    raise TraceFormatError(
+                        f"{labels[f]}: the trace has no events (empty traceEvents)"
+                    )
+                traces.append(trace)
+        finally:  # a failed parse too: exiting mid-write would leave a half-made store
+            for job in (hasher, opener):
+                if job.ident is not None:
+                    job.join()
+        digests: list[str] = hasher.result()
+        store: Store = opener.result()
         _check_ranks(traces, labels)
-        digest = hashlib.sha256("".join(sorted(hasher.digests)).encode()).hexdigest()
+        digest = hashlib.sha256("".join(sorted(digests)).encode()).hexdigest()
         what = str(in_paths[0]) if len(in_paths) == 1 else f"{in_paths[0]} (+{len(in_paths) - 1})"
         existing = store.find_by_sha256(digest)
         if existing:
@@ -196,7 +226,7 @@ def ingest(
                 "tags": json.dumps(tags or {}),
             }
             report("link", 0.0)
-            _write_run(store.lake, run, traces, hasher.digests)
+            _write_run(store.lake, run, traces, digests)
             report("commit", 1.0)
     store.close()
     return run_id
@@ -227,45 +257,71 @@ def _write_run(
     run_id = run["run_id"]
     lake.stage_dir(run_id)
     try:
-        con = duckdb.connect(":memory:")
-        con.execute("SET autoinstall_known_extensions = false")
-        con.execute("SET preserve_insertion_order = false")
-        for table in (
-            "gpu_events",
-            "runtime_calls",
-            "cpu_ops",
-            "annotations",
-            "collectives",
-            "memory_events",
-            "python_functions",
-        ):
-            parts = [_with_rank(t.tables[table], t.rank) for t in traces if table in t.tables]
-            con.register(f"raw_{table}", _concat(parts, table))
-        con.register("raw_ranks", _ranks_table(traces, digests))
-        con.register("raw_devices", _devices_table(traces))
-        con.execute(_LINK_SQL)
-        run_row = _run_row(con, run, traces)
-        con.register("raw_runs", run_row)
-        for table in TABLES:
-            src = "raw_runs" if table == "runs" else f"linked_{table}"
-            cols = ", ".join(
-                f'CAST("{c.name}" AS {_duck_type(c.type)}) AS "{c.name}"'
-                for c in TABLES[table]
-                if c.name != "run_id"
+        raw = {
+            f"raw_{table}": _concat(
+                [_with_rank(t.tables[table], t.rank) for t in traces if table in t.tables], table
             )
-            # Time order lets window queries skip row groups; cpu_ops are looked up by id, and
-            # sorting their wide JSON columns was 0.3 s of a 360 MB ingest.
-            order = " ORDER BY rank, ts_ns" if table in _TIME_SORTED else ""
-            target = lake.staged_file(run_id, table)
-            con.execute(
-                f"COPY (SELECT {cols} FROM {src}{order}) TO '{target}' "
-                "(FORMAT parquet, COMPRESSION zstd)"
-            )
+            for table in _PARSED
+        }
+        raw["raw_ranks"] = _ranks_table(traces, digests)
+        raw["raw_devices"] = _devices_table(traces)
+        con = _connect(duckdb.connect(":memory:"), raw)
+        con.execute(_STEPS_SQL)
+
+        def write(tables: Sequence[str], link: str = "") -> None:
+            cursor = _connect(con.cursor(), raw)  # a connection per thread
+            try:
+                if link:
+                    cursor.execute(link)
+                for table in tables:
+                    if table == "runs":
+                        cursor.register("raw_runs", _run_row(cursor, run, traces))
+                    _copy(cursor, lake, run_id, table)
+            finally:
+                cursor.close()
+
+        # cpu_ops, the biggest write, needs only the steps: it is written while the GPU
+        # activity is linked and written beside it.
+        rest = sorted((t for t in TABLES if t not in _AFTER_GPU_LINK), key="cpu_ops".__ne__)
+        with ThreadPoolExecutor(2) as pool:
+            jobs = [pool.submit(write, rest), pool.submit(write, _AFTER_GPU_LINK, _GPU_LINK_SQL)]
+            for job in jobs:
+                job.result()
         con.close()
         lake.commit(run_id)
     except BaseException:
         lake.discard(run_id)
         raise
+
+
+_PARSED = ("gpu_events", "runtime_calls", "cpu_ops", "annotations", "collectives",
+           "memory_events", "python_functions")  # fmt: skip
+
+
+def _connect(con: duckdb.DuckDBPyConnection, raw: dict[str, pa.Table]) -> duckdb.DuckDBPyConnection:
+    """`con` with the raw tables registered (a registration is seen by its connection only)."""
+    con.execute("SET autoinstall_known_extensions = false")
+    con.execute("SET preserve_insertion_order = false")
+    for name, table in raw.items():
+        con.register(name, table)
+    return con
+
+
+def _copy(con: duckdb.DuckDBPyConnection, lake: Lake, run_id: str, table: str) -> None:
+    """Write one table of the run as Parquet into the staging folder."""
+    src = "raw_runs" if table == "runs" else f"linked_{table}"
+    cols = ", ".join(
+        f'CAST("{c.name}" AS {_duck_type(c.type)}) AS "{c.name}"'
+        for c in TABLES[table]
+        if c.name != "run_id"
+    )
+    # Time order lets window queries skip row groups; cpu_ops are looked up by id, and
+    # sorting their wide JSON columns was 0.3 s of a 360 MB ingest.
+    order = " ORDER BY rank, ts_ns" if table in _TIME_SORTED else ""
+    target = lake.staged_file(run_id, table)
+    con.execute(
+        f"COPY (SELECT {cols} FROM {src}{order}) TO '{target}' (FORMAT parquet, COMPRESSION zstd)"
+    )
 
 
 # Tables written in (rank, ts_ns) order.
@@ -352,9 +408,10 @@ def _run_row(
     return pa.Table.from_pylist([row], schema=arrow_schema("runs"))
 
 
-# Links and derived columns, over the raw_* tables registered above.
-_LINK_SQL = """
-CREATE TEMP TABLE step_marks AS
+# Links and derived columns, over the raw_* tables registered above: first the steps, then
+# (on a second connection, beside the cpu_ops write) the GPU activity.
+_STEPS_SQL = """
+CREATE TABLE step_marks AS
 WITH marks AS (
     SELECT rank, name, ts_ns, dur_ns FROM raw_annotations
     WHERE kind = 'cpu' AND name LIKE 'ProfilerStep#%'
@@ -365,15 +422,35 @@ SELECT rank, TRY_CAST(split_part(name, '#', 2) AS INTEGER) AS step,
        min(ts_ns) AS ts_ns, max(ts_ns + dur_ns) - min(ts_ns) AS dur_ns
 FROM marks GROUP BY ALL HAVING step IS NOT NULL;
 
-CREATE TEMP VIEW linked_runtime_calls AS
+CREATE VIEW linked_runtime_calls AS
 SELECT c.*, CASE WHEN c.ts_ns < s.ts_ns + s.dur_ns THEN s.step END AS step
 FROM raw_runtime_calls c ASOF LEFT JOIN step_marks s ON c.rank = s.rank AND c.ts_ns >= s.ts_ns;
 
-CREATE TEMP VIEW linked_cpu_ops AS
+CREATE VIEW linked_cpu_ops AS
 SELECT c.*, CASE WHEN c.ts_ns < s.ts_ns + s.dur_ns THEN s.step END AS step
 FROM raw_cpu_ops c ASOF LEFT JOIN step_marks s ON c.rank = s.rank AND c.ts_ns >= s.ts_ns;
 
-CREATE TEMP TABLE linked_gpu_events AS
+CREATE VIEW linked_annotations AS SELECT * FROM raw_annotations;
+CREATE VIEW linked_collectives AS SELECT * FROM raw_collectives;
+CREATE VIEW linked_memory_events AS SELECT * FROM raw_memory_events;
+CREATE VIEW linked_python_functions AS SELECT * FROM raw_python_functions;
+CREATE VIEW linked_devices AS SELECT * FROM raw_devices;
+
+CREATE VIEW linked_ranks AS
+WITH spans AS (
+    SELECT rank, ts_ns, ts_ns + dur_ns AS e FROM raw_gpu_events
+    UNION ALL SELECT rank, ts_ns, ts_ns + dur_ns FROM raw_runtime_calls
+    UNION ALL SELECT rank, ts_ns, ts_ns + dur_ns FROM raw_cpu_ops
+    UNION ALL SELECT rank, ts_ns, ts_ns + dur_ns FROM raw_annotations
+)
+SELECT r.*, b.start_ns, b.end_ns
+FROM raw_ranks r LEFT JOIN (SELECT rank, min(ts_ns) AS start_ns, max(e) AS end_ns
+                            FROM spans GROUP BY rank) b USING (rank);
+"""
+
+_AFTER_GPU_LINK = ("gpu_events", "runtime_calls", "steps", "runs")  # on its connection
+_GPU_LINK_SQL = """
+CREATE TABLE linked_gpu_events AS
 WITH launch AS (
     SELECT rank, correlation, arg_min(name, ts_ns) AS launch_api, min(ts_ns) AS launch_ts_ns,
            arg_min(external_id, ts_ns) AS launch_external_id, arg_min(step, ts_ns) AS step
@@ -385,7 +462,7 @@ SELECT g.*, coalesce(g.external_id, l.launch_external_id) AS op_external_id,
        l.launch_api, l.launch_ts_ns, l.step
 FROM raw_gpu_events g LEFT JOIN launch l ON g.rank = l.rank AND g.correlation = l.correlation;
 
-CREATE TEMP TABLE step_gpu AS
+CREATE TABLE step_gpu AS
 WITH iv AS (
     SELECT rank, step, kind, ts_ns AS s, ts_ns + dur_ns AS e, dur_ns,
            max(ts_ns + dur_ns) OVER (PARTITION BY rank, step ORDER BY ts_ns, dur_ns
@@ -405,27 +482,10 @@ SELECT i.rank, i.step, min(i.s) AS gpu_start_ns, max(i.e) AS gpu_end_ns,
            AS gpu_busy_ns
 FROM isl i GROUP BY i.rank, i.step;
 
-CREATE TEMP VIEW linked_steps AS
+CREATE VIEW linked_steps AS
 SELECT s.*, g.gpu_start_ns, g.gpu_end_ns, coalesce(g.kernel_count, 0) AS kernel_count,
        coalesce(g.kernel_time_ns, 0) AS kernel_time_ns, coalesce(g.gpu_busy_ns, 0) AS gpu_busy_ns
 FROM step_marks s LEFT JOIN step_gpu g USING (rank, step);
-
-CREATE TEMP VIEW linked_annotations AS SELECT * FROM raw_annotations;
-CREATE TEMP VIEW linked_collectives AS SELECT * FROM raw_collectives;
-CREATE TEMP VIEW linked_memory_events AS SELECT * FROM raw_memory_events;
-CREATE TEMP VIEW linked_python_functions AS SELECT * FROM raw_python_functions;
-CREATE TEMP VIEW linked_devices AS SELECT * FROM raw_devices;
-
-CREATE TEMP VIEW linked_ranks AS
-WITH spans AS (
-    SELECT rank, ts_ns, ts_ns + dur_ns AS e FROM raw_gpu_events
-    UNION ALL SELECT rank, ts_ns, ts_ns + dur_ns FROM raw_runtime_calls
-    UNION ALL SELECT rank, ts_ns, ts_ns + dur_ns FROM raw_cpu_ops
-    UNION ALL SELECT rank, ts_ns, ts_ns + dur_ns FROM raw_annotations
-)
-SELECT r.*, b.start_ns, b.end_ns
-FROM raw_ranks r LEFT JOIN (SELECT rank, min(ts_ns) AS start_ns, max(e) AS end_ns
-                            FROM spans GROUP BY rank) b USING (rank);
 """
 
 

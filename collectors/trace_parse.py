@@ -1,12 +1,15 @@
 """Parse one torch.profiler (Kineto) trace file into Arrow tables, fast and exactly.
 
-How: the file is read once (gzip or plain), the top level is split into raw JSON values
-(`msgspec.Raw`, no copies), then the events are decoded in chunks into typed structs with the
-cyclic GC off (it makes decoding super-linear on big traces). Timestamps keep their decimal
-text until they become integer nanoseconds, so no event is shifted by float rounding. Event
-`args` are decoded per category in one call per chunk. An event whose fields are invalid is
-counted (with an example) and, where it has no usable time, left out; nothing is dropped
-silently.
+How: the file is read once (gzip or plain). The events array is found and cut into slices
+of about CHUNK_BYTES at the commas between events, without decoding it first; each slice is
+decoded on its own into typed structs with the cyclic GC off (it makes decoding super-linear
+on big traces), by this process and, for a big file, a forked helper. A bad cut (inside a
+string, say) makes a slice invalid JSON, never wrong events; such a document, and one whose
+shape the quick look cannot vouch for, is decoded the general way: split into raw values
+first. Timestamps keep their decimal text until they
+become integer nanoseconds, so no event is shifted by float rounding. Event `args` are
+decoded per category in one call per chunk. An event whose fields are invalid is counted
+(with an example) and, where it has no usable time, left out; nothing is dropped silently.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import contextlib
 import ctypes
 import gc
 import gzip
+import itertools
 import json
 import mmap
 import multiprocessing
@@ -23,10 +27,11 @@ import re
 import shutil
 import tempfile
 import zlib
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -37,7 +42,8 @@ import pyarrow.compute as pc
 
 from data.errors import TraceFormatError
 
-CHUNK_EVENTS = 65536
+CHUNK_BYTES = 8 << 20  # events are decoded a slice of the file at a time
+CHUNK_EVENTS = 65536  # the same, where the document had to be split into values first
 PARALLEL_MIN_BYTES = 64 << 20  # below this a helper process costs more than it saves
 MAX_EXAMPLES = 5
 Progress = Callable[[int, int], None]
@@ -57,15 +63,20 @@ _CATEGORY_BUCKET = {
 }  # fmt: skip
 
 
+# The default of raw fields, one shared value: a default_factory made decoding cpu_op args
+# 25 % slower (a new object per absent field).
+_ABSENT = msgspec.Raw()
+
+
 class _Event(msgspec.Struct, gc=False):
     ph: str = ""
     cat: str = ""
     name: str = ""
     pid: int | str | None = None
     tid: int | str | None = None
-    ts: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
+    ts: msgspec.Raw = _ABSENT
     dur: float | None = None
-    args: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
+    args: msgspec.Raw = _ABSENT
 
 
 def _f(key: str) -> Any:
@@ -74,7 +85,7 @@ def _f(key: str) -> Any:
 
 def _raw(key: str) -> Any:
     """A field kept as raw JSON text (msgspec.Raw allows no None; empty means absent)."""
-    return msgspec.field(name=key, default_factory=msgspec.Raw)
+    return msgspec.field(name=key, default=_ABSENT)
 
 
 class _GpuArgs(msgspec.Struct, gc=False):
@@ -149,6 +160,7 @@ class _PythonArgs(msgspec.Struct, gc=False):
 
 
 _ArgsT = TypeVar("_ArgsT", bound=msgspec.Struct)
+_Parts = dict[str, list[tuple[int, pa.Table]]]  # table -> (chunk index, rows)
 
 
 @dataclass
@@ -197,8 +209,9 @@ def read_bytes(path: Path) -> bytes | mmap.mmap:
 
 def _gunzip(fh: Any, path: Path) -> bytes:
     try:
-        with gzip.GzipFile(fileobj=fh) as gz:
-            data = gz.read()
+        # In one piece: GzipFile.read() joins small chunks that stay in the heap after (270 MB
+        # for the 360 MB benchmark trace), and a forked helper would count them again.
+        data = gzip.decompress(fh.read())
     except EOFError:
         raise TraceFormatError(f"{path}: truncated gzip (the file ends mid-stream)") from None
     except (OSError, zlib.error) as e:
@@ -223,8 +236,13 @@ _DOC = msgspec.json.Decoder(_Doc | list[msgspec.Raw])
 _HEADER = msgspec.json.Decoder(dict[str, Any])
 _EVENTS = msgspec.json.Decoder(list[_Event])
 _EVENT = msgspec.json.Decoder(_Event)
+_RAWS = msgspec.json.Decoder(list[msgspec.Raw])
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
-_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:')
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*')
+# Between two events: group 1 is the comma. The same bytes inside a string or a nested value
+# make a slice that is not valid JSON; decoding catches that (see _parse_slices).
+_BETWEEN_EVENTS = re.compile(rb"\}\s*(,)\s*\{")
+_NEAR_END = 1 << 20  # the header and the keys after traceEvents are looked for this close
 
 
 def _top_level(path: Path, buf: bytes | mmap.mmap) -> tuple[dict[str, Any], list[msgspec.Raw]]:
@@ -243,27 +261,80 @@ def _top_level(path: Path, buf: bytes | mmap.mmap) -> tuple[dict[str, Any], list
         return {}, top
     if top.traceEvents is None:
         raise TraceFormatError(f"{path}: no 'traceEvents' list; is this a torch.profiler export?")
-    meta = _header(buf)
+    meta = _header(buf)[0]
     for key in _Doc.__struct_fields__[1:]:
         if getattr(top, key) is not None:
             meta[key] = getattr(top, key)
     return meta, top.traceEvents
 
 
-def _header(buf: bytes | mmap.mmap) -> dict[str, Any]:
-    """Every top-level key written before traceEvents (versions, flags, user metadata).
+def _header(buf: bytes | mmap.mmap) -> tuple[dict[str, Any], int]:
+    """Every top-level key written before traceEvents (versions, flags, user metadata), and
+    the offset of the traceEvents value (-1 if not found).
 
     Kineto writes its metadata first; reading only that prefix avoids a second pass over the
     events. Keys after traceEvents are covered by _Doc's fields.
     """
-    m = _EVENTS_KEY.search(buf[: 1 << 20] if len(buf) > 1 << 20 else buf)
+    m = _EVENTS_KEY.search(buf, 0, min(len(buf), _NEAR_END))
     if m is None:
-        return {}
+        return {}, -1
     prefix = bytes(buf[: m.start()]).rstrip().rstrip(b",")
     try:
-        return _HEADER.decode(prefix + b"}")
+        return _HEADER.decode(prefix + b"}"), m.end()
     except (msgspec.DecodeError, msgspec.ValidationError):
-        return {}
+        return {}, -1
+
+
+def _slicing(buf: bytes | mmap.mmap) -> tuple[dict[str, Any], list[int]] | None:
+    """The metadata and the cuts of the events array (see _cuts), found without decoding the
+    events; None when this quick look cannot vouch for the document's shape (the whole
+    document is then decoded, which also gives the exact error for a broken file)."""
+    first = len(buf[:64]) - len(bytes(buf[:64]).lstrip())
+    if buf[first : first + 1] == b"[":  # Chrome's "JSON array" form: events only
+        close = buf.rfind(b"]")
+        if close <= first or bytes(buf[close + 1 :]).strip():
+            return None
+        return {}, _cuts(buf, first, close)
+    meta, start = _header(buf)
+    if start < 0 or buf[start : start + 1] != b"[":
+        return None
+    # The array ends at a ']' after which the rest closes the document's object, and before
+    # which the last slice is a JSON array (a ']' closing a later key's list is not).
+    end, lowest = len(buf), max(start, len(buf) - _NEAR_END)
+    while (close := buf.rfind(b"]", lowest, end)) > start:
+        end = close
+        try:
+            tail = _HEADER.decode(b'{"":0' + bytes(buf[close + 1 :]))
+            cuts = _cuts(buf, start, close)
+            _RAWS.decode(_slice(buf, cuts[-2], cuts[-1]))
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            continue
+        for key in _Doc.__struct_fields__[1:]:
+            if tail.get(key) is not None:
+                meta[key] = tail[key]
+        return meta, cuts
+    return None
+
+
+def _cuts(buf: bytes | mmap.mmap, start: int, close: int) -> list[int]:
+    """Offsets that cut the events array into slices of about CHUNK_BYTES: its '[', the
+    commas between events that follow every CHUNK_BYTES, and its ']'."""
+    cuts = [start]
+    while (pos := max(cuts[-1] + 1, start + len(cuts) * CHUNK_BYTES)) < close:
+        m = _BETWEEN_EVENTS.search(buf, pos, close)
+        if m is None:
+            break
+        cuts.append(m.start(1))
+    cuts.append(close)
+    return cuts
+
+
+def _slice(buf: bytes | mmap.mmap, a: int, b: int) -> bytearray:
+    """The events between cuts a and b as a JSON array of their own, in one copy."""
+    with memoryview(buf) as view:
+        out = bytearray(view[a : b + 1])
+    out[0], out[-1] = 0x5B, 0x5D  # "[" and "]" over the commas around the slice
+    return out
 
 
 def _short(e: Exception) -> str:
@@ -348,7 +419,9 @@ def _decode_args(
     trace: RankTrace, events: list[_Event], kind: type[_ArgsT], label: str
 ) -> list[_ArgsT]:
     decoder = msgspec.json.Decoder(list[kind])  # type: ignore[valid-type]
-    raws = [e.args if len(e.args) else b"{}" for e in events]
+    raws: list[msgspec.Raw | bytes] = list(map(_ARGS, events))
+    if not all(raws):  # an event without args
+        raws = [raw or b"{}" for raw in raws]
     try:
         return decoder.decode(b"[" + b",".join(raws) + b"]")
     except (msgspec.ValidationError, msgspec.DecodeError):
@@ -367,7 +440,7 @@ def _decode_args(
 # ------------------------------------------------------------------------- the parse
 
 
-_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+_PH, _ARGS, _FIRST = attrgetter("ph"), attrgetter("args"), itemgetter(0)
 _MEMCPY = re.compile(r"Memcpy (\w+)(?: \((\w+) -> (\w+)\))?")
 
 
@@ -377,29 +450,36 @@ class _Builder:
     def __init__(self, trace: RankTrace, include_python: bool) -> None:
         self.trace = trace
         self.include_python = include_python
-        self.parts: dict[str, list[pa.Table]] = {}
+        self.parts: _Parts = {}
+        self.index = 0
 
-    def add_chunk(self, events: list[_Event]) -> None:
-        by_kind: dict[tuple[str, str], list[_Event]] = {}
+    def add_chunk(self, index: int, events: list[_Event]) -> None:
+        self.index = index
+        # Grouped on `cat` alone: a (ph, cat) key per event made grouping twice as slow.
+        by_cat: defaultdict[str, list[_Event]] = defaultdict(list)
         for e in events:
-            key = (e.ph, e.cat)
-            group = by_kind.get(key)
-            if group is None:
-                by_kind[key] = group = []
-            group.append(e)
+            by_cat[e.cat].append(e)
         buckets: dict[str, list[_Event]] = {}
         memory: list[_Event] = []
-        for (ph, cat), group in by_kind.items():
-            self.trace.category_counts[f"{ph}/{cat}"] += len(group)
-            bucket = _CATEGORY_BUCKET.get(cat) if ph == "X" else None
-            if bucket is not None and (bucket != "python" or self.include_python):
-                buckets.setdefault(bucket, []).extend(group)
-            elif ph in ("i", "I"):
-                mem = [e for e in group if e.name == "[memory]"]
-                memory.extend(mem)
-                self.trace.events_skipped += len(group) - len(mem)
-            else:
-                self.trace.events_skipped += len(group)
+        for cat, in_cat in by_cat.items():
+            phs = list(map(_PH, in_cat))
+            same = phs.count(phs[0]) == len(phs)  # as a rule; Counter is slower
+            for ph, count in ({phs[0]: len(phs)} if same else Counter(phs)).items():
+                group = (
+                    in_cat
+                    if count == len(in_cat)
+                    else list(itertools.compress(in_cat, map(ph.__eq__, phs)))
+                )
+                self.trace.category_counts[f"{ph}/{cat}"] += count
+                bucket = _CATEGORY_BUCKET.get(cat) if ph == "X" else None
+                if bucket is not None and (bucket != "python" or self.include_python):
+                    buckets.setdefault(bucket, []).extend(group)
+                elif ph in ("i", "I"):
+                    mem = [e for e in group if e.name == "[memory]"]
+                    memory.extend(mem)
+                    self.trace.events_skipped += count - len(mem)
+                else:
+                    self.trace.events_skipped += count
         gpu = [self._gpu(buckets.get(k, []), k) for k in ("kernel", "memcpy", "memset")]
         self._add("gpu_events", pa.concat_tables(gpu))
         calls = [self._runtime(buckets.get(k, []), k) for k in ("runtime", "driver", "sync")]
@@ -416,7 +496,7 @@ class _Builder:
 
     def _add(self, table: str, part: pa.Table) -> None:
         if part.num_rows:
-            self.parts.setdefault(table, []).append(part)
+            self.parts.setdefault(table, []).append((self.index, part))
 
     def _timed(
         self, events: list[_Event], label: str
@@ -640,40 +720,35 @@ def _rank_of(path: Path, dist: dict[str, Any] | None) -> tuple[int, str]:
 
 
 def parse_trace(
-    path: Path, *, include_python: bool = False, progress: Progress | None = None
+    path: Path,
+    *,
+    include_python: bool = False,
+    progress: Progress | None = None,
+    beside: Callable[[], None] | None = None,
 ) -> RankTrace:
-    """Parse one trace file. Raises TraceFormatError if it is not a readable trace."""
+    """Parse one trace file. Raises TraceFormatError if it is not a readable trace.
+
+    `beside` is called once, as soon as the helper process (if any) is forked: the place to
+    start threads that should run during the parse (forking while threads run is unsafe).
+    """
     path = Path(path)
     buf = read_bytes(path)
     gc_was_enabled = gc.isenabled()
     gc.disable()
-    helper = _Helper.start(path, buf, include_python) if _worth_a_helper(buf) else None
+    pending = [beside] if beside else []
+
+    def started() -> None:
+        while pending:
+            pending.pop()()
+
     try:
-        meta, raw_events = _top_level(path, buf)
-        dist = meta.pop("distributedInfo", None)
-        dist = dist if isinstance(dist, dict) else None
-        devices = meta.pop("deviceProperties", None) or []
-        rank, rank_source = _rank_of(path, dist)
-        world = dist.get("world_size") if dist else None
-        trace = RankTrace(
-            path=path, file_bytes=path.stat().st_size, rank=rank, rank_source=rank_source,
-            world_size=world if isinstance(world, int) else None, metadata=meta,
-            distributed_info=dist, devices=[d for d in devices if isinstance(d, dict)],
-            tables={}, category_counts=Counter(), events_total=len(raw_events),
-        )  # fmt: skip
-        total = len(raw_events)
-        mine = _split(total) if helper else total
-        parts = _build(
-            trace, raw_events[:mine], include_python, progress, scale=total / max(mine, 1)
-        )
-        del raw_events
-        if helper:
-            helper.merge_into(trace, parts)
-        trace.tables = {t: pa.concat_tables(p) for t, p in parts.items()}
-        return trace
+        slicing = _slicing(buf)
+        if slicing is not None:
+            with contextlib.suppress(_NotSliceable):
+                return _parse_slices(path, buf, *slicing, include_python, progress, started)
+        started()
+        return _parse_whole(path, buf, include_python, progress)
     finally:
-        if helper:
-            helper.close()
         if isinstance(buf, mmap.mmap):
             with contextlib.suppress(BufferError):  # a value still views the map; GC closes it
                 buf.close()
@@ -681,68 +756,167 @@ def parse_trace(
             gc.enable()
 
 
-def _build(
-    trace: RankTrace,
-    raws: list[msgspec.Raw],
+class _NotSliceable(Exception):
+    """A slice of the events array is not valid JSON: the cuts were wrong or the file is."""
+
+
+def _new_trace(path: Path, meta: dict[str, Any]) -> RankTrace:
+    dist = meta.pop("distributedInfo", None)
+    dist = dist if isinstance(dist, dict) else None
+    devices = meta.pop("deviceProperties", None) or []
+    rank, rank_source = _rank_of(path, dist)
+    world = dist.get("world_size") if dist else None
+    return RankTrace(
+        path=path, file_bytes=path.stat().st_size, rank=rank, rank_source=rank_source,
+        world_size=world if isinstance(world, int) else None, metadata=meta,
+        distributed_info=dist, devices=[d for d in devices if isinstance(d, dict)],
+        tables={}, category_counts=Counter(),
+    )  # fmt: skip
+
+
+def _parse_slices(
+    path: Path,
+    buf: bytes | mmap.mmap,
+    meta: dict[str, Any],
+    cuts: list[int],
     include_python: bool,
     progress: Progress | None,
-    scale: float = 1.0,
-) -> dict[str, list[pa.Table]]:
-    builder = _Builder(trace, include_python)
+    started: Callable[[], None],
+) -> RankTrace:
+    """The fast path: the events array is cut into byte slices, each decoded on its own (no
+    pass over the whole document first). For a big file a helper process decodes slices too;
+    each process takes the next slice not yet taken, so neither waits on the other while
+    there is work left, whatever else runs beside it."""
+    trace = _new_trace(path, meta)
+    helper = None
+    take: Callable[[], int] = itertools.count().__next__
+    if _worth_a_helper(buf) and len(cuts) > 2:
+        take = _SharedCounter()
+        helper = _Helper.start(path, buf, cuts, take, include_python)
+    started()
+    try:
+        try:
+            parts = _build(trace, _slices(buf, cuts, take, progress), include_python)
+        except msgspec.DecodeError:
+            raise _NotSliceable from None
+        if helper:
+            helper.merge_into(trace, parts)
+        trace.tables = _in_order(parts)
+        return trace
+    finally:
+        if helper:
+            helper.close()
+
+
+def _parse_whole(
+    path: Path, buf: bytes | mmap.mmap, include_python: bool, progress: Progress | None
+) -> RankTrace:
+    """The general path: the whole document split into raw values, one process."""
+    meta, raws = _top_level(path, buf)
+    trace = _new_trace(path, meta)
     total = len(raws)
-    for start in range(0, total, CHUNK_EVENTS):
-        builder.add_chunk(_decode_events(trace, raws[start : start + CHUNK_EVENTS]))
+
+    def chunks() -> Iterator[tuple[int, bytearray]]:
+        for index, at in enumerate(range(0, total, CHUNK_EVENTS)):
+            yield index, _as_array(raws[at : at + CHUNK_EVENTS])
+            if progress is not None:
+                progress(min(at + CHUNK_EVENTS, total), total)
+
+    trace.tables = _in_order(_build(trace, chunks(), include_python))
+    return trace
+
+
+def _slices(
+    buf: bytes | mmap.mmap, cuts: list[int], take: Callable[[], int], progress: Progress | None
+) -> Iterator[tuple[int, bytearray]]:
+    """The slices this process takes, with their index (they are handed out in order, so
+    the index taken tells how far the whole parse is)."""
+    while (index := take()) < len(cuts) - 1:
+        yield index, _slice(buf, cuts[index], cuts[index + 1])
         if progress is not None:
-            done = min(start + CHUNK_EVENTS, total)
-            progress(min(round(done * scale), round(total * scale)), round(total * scale))
+            progress(cuts[index + 1] - cuts[0], cuts[-1] - cuts[0])
+
+
+def _build(
+    trace: RankTrace, chunks: Iterable[tuple[int, bytearray]], include_python: bool
+) -> _Parts:
+    builder = _Builder(trace, include_python)
+    for index, chunk in chunks:
+        builder.add_chunk(index, _decode_chunk(trace, chunk))
     return builder.parts
+
+
+def _in_order(parts: _Parts) -> dict[str, pa.Table]:
+    """Each table's parts in chunk order: the rows come out as one process would give them."""
+    return {t: pa.concat_tables([p for _, p in sorted(ps, key=_FIRST)]) for t, ps in parts.items()}
 
 
 def _worth_a_helper(buf: bytes | mmap.mmap) -> bool:
     return len(buf) >= PARALLEL_MIN_BYTES and (os.cpu_count() or 1) >= 2 and hasattr(os, "fork")
 
 
-def _split(total: int) -> int:
-    """Events [0, split) are this process's, [split, total) the helper's (chunk-aligned,
-    rounded down: this process also merges the helper's tables afterwards)."""
-    return min(total, max(1, total // 2 // CHUNK_EVENTS) * CHUNK_EVENTS)
+class _SharedCounter:
+    """0, 1, 2, ... across this process and the processes it forks."""
+
+    def __init__(self) -> None:
+        self.value = multiprocessing.get_context("fork").Value("q", 0)
+
+    def __call__(self) -> int:
+        with self.value.get_lock():
+            index: int = self.value.value
+            self.value.value = index + 1
+        return index
 
 
 class _Helper:
-    """A forked child that decodes the second half of a big trace.
+    """A forked child that decodes slices of a big trace beside this process.
 
-    Decoding holds the GIL, so the second core needs a second process. It is forked before
-    the top-level pass, so both processes split the shared buffer (no copy) at the same time
-    and each decodes its half. The child's Arrow tables come back as IPC files in a folder in
-    shared memory that the parent maps (a pipe would copy them twice and make the parent wait
-    on the transfer); the folder is removed whatever happens.
+    Decoding holds the GIL, so the second core needs a second process. It is forked once the
+    events array is cut (fork shares the buffer without a copy). The child's Arrow tables
+    come back as IPC files in a folder in shared memory that the parent maps (a pipe would
+    copy them twice and make the parent wait on the transfer); the folder is removed
+    whatever happens.
     """
 
     def __init__(self, proc: Any, recv: Any, folder: str) -> None:
         self.proc, self.recv, self.folder = proc, recv, folder
 
     @classmethod
-    def start(cls, path: Path, buf: bytes | mmap.mmap, include_python: bool) -> _Helper:
+    def start(
+        cls,
+        path: Path,
+        buf: bytes | mmap.mmap,
+        cuts: list[int],
+        take: _SharedCounter,
+        include_python: bool,
+    ) -> _Helper:
         shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
         folder = tempfile.mkdtemp(prefix="trace-parse-", dir=shm)
         ctx = multiprocessing.get_context("fork")
         recv, send = ctx.Pipe(duplex=False)
-        args = (send, path, buf, include_python, folder)
+        args = (send, path, buf, cuts, take, include_python, folder)
         proc = ctx.Process(target=_child, args=args, daemon=True)
         proc.start()
         send.close()
         return cls(proc, recv, folder)
 
-    def merge_into(self, trace: RankTrace, parts: dict[str, list[pa.Table]]) -> None:
+    def merge_into(self, trace: RankTrace, parts: _Parts) -> None:
         status, payload = self.recv.recv()
+        if status == "not sliceable":
+            raise _NotSliceable
         if status != "ok":
             raise RuntimeError(f"{trace.path}: parse helper failed: {payload}")
-        files, counts, skipped, malformed, examples = payload
-        for table, file in files.items():
+        files, counts, total, skipped, malformed, examples = payload
+        for table, (file, sizes) in files.items():
             # Memory-mapped Arrow IPC: the child's tables arrive without a copy.
             with pa.memory_map(file) as source:
-                parts.setdefault(table, []).append(pa.ipc.open_file(source).read_all())
+                whole = pa.ipc.open_file(source).read_all()
+            at = 0
+            for index, rows in sizes:
+                parts.setdefault(table, []).append((index, whole.slice(at, rows)))
+                at += rows
         trace.category_counts.update(counts)
+        trace.events_total += total
         trace.events_skipped += skipped
         trace.malformed += malformed
         trace.malformed_examples = (trace.malformed_examples + examples)[:MAX_EXAMPLES]
@@ -756,26 +930,25 @@ class _Helper:
 
 
 def _child(
-    send: Any, path: Path, buf: bytes | mmap.mmap, include_python: bool, folder: str
-) -> None:
-    trace = RankTrace(
-        path=path, file_bytes=0, rank=0, rank_source="", world_size=None, metadata={},
-        distributed_info=None, devices=[], tables={}, category_counts=Counter(),
-    )  # fmt: skip
+    send: Any, path: Path, buf: bytes | mmap.mmap, cuts: list[int], take: _SharedCounter,
+    include_python: bool, folder: str,
+) -> None:  # fmt: skip
+    trace = _new_trace(path, {})
     try:
-        _, raws = _top_level(path, buf)
-        parts = _build(trace, raws[_split(len(raws)) :], include_python, None)
         files = {}
-        for table, tables in parts.items():
+        for table, parts in _build(trace, _slices(buf, cuts, take, None), include_python).items():
             file = os.path.join(folder, f"{table}.arrow")
-            whole = pa.concat_tables(tables)
+            whole = pa.concat_tables([p for _, p in parts])
             with pa.OSFile(file, "wb") as sink, pa.ipc.new_file(sink, whole.schema) as w:
                 w.write_table(whole)
-            files[table] = file
-        result = (files, trace.category_counts, trace.events_skipped, trace.malformed,
-                  trace.malformed_examples)  # fmt: skip
+            files[table] = (file, [(index, p.num_rows) for index, p in parts])
+        result = (files, trace.category_counts, trace.events_total, trace.events_skipped,
+                  trace.malformed, trace.malformed_examples)  # fmt: skip
         send.send(("ok", result))
-    except BaseException as e:  # the parent owns the error message (it hits the same error)
+    except msgspec.DecodeError:
+        with contextlib.suppress(OSError):
+            send.send(("not sliceable", None))
+    except BaseException as e:  # the parent owns the error message
         with contextlib.suppress(OSError):
             send.send(("error", f"{type(e).__name__}: {e}"))
     finally:
@@ -801,11 +974,18 @@ def _as_array(raws: list[msgspec.Raw]) -> bytearray:
     return out
 
 
-def _decode_events(trace: RankTrace, raws: list[msgspec.Raw]) -> list[_Event]:
+def _decode_chunk(trace: RankTrace, chunk: bytearray) -> list[_Event]:
+    """A JSON array of events; an invalid event is counted and left out. Raises
+    msgspec.DecodeError if the chunk is not a JSON array."""
     try:
-        return _EVENTS.decode(_as_array(raws))
-    except (msgspec.ValidationError, msgspec.DecodeError):
+        events = _EVENTS.decode(chunk)
+    except msgspec.ValidationError:
         pass
+    else:
+        trace.events_total += len(events)
+        return events
+    raws = _RAWS.decode(chunk)
+    trace.events_total += len(raws)
     out: list[_Event] = []
     for raw in raws:
         try:
