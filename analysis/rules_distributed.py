@@ -99,8 +99,9 @@ def _largest_message_bytes(facts: Facts) -> float:
     c = facts.collectives
     c = c[c["source"] == "kernel"]
     size = c["dtype"].map(DTYPE_BYTES).astype(float)
-    msg = np.maximum(c["in_msg_nelems"].fillna(0), c["out_msg_nelems"].fillna(0)) * size
-    return float(msg.max()) if msg.notna().any() else 0.0
+    nelems = c[["in_msg_nelems", "out_msg_nelems"]].astype(float).max(axis=1)
+    msg = (nelems * size).dropna()
+    return float(msg.max()) if len(msg) else 0.0
 
 
 def _spans(ev: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -124,7 +125,7 @@ def comm_overlap(facts: Facts) -> Finding | None:
     bucket = th["bucket_mb"] * 1e6
     last_share = min(1.0, bucket / largest) if largest else 1.0
     stays = x["last_ns"] * last_share
-    fixable = pd.Series(np.minimum(x["blocking_ns"] - stays, room).clip(lower=0), index=ps.index)
+    fixable = pd.Series(np.maximum(np.minimum(x["blocking_ns"] - stays, room), 0), index=ps.index)
     # What every rank pays in a step is transfer; the excess of some ranks is waiting.
     per_step = fixable.groupby(_step_key(ps)).min()
     saving = facts.per_step_ms(float(per_step.sum()) * facts.ranks)
