@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
+
 from analysis.evidence import Facts, gather
 from analysis.rules_catalog import CATALOG
 from data.store import Store
@@ -120,3 +122,31 @@ def recommend(facts: Facts) -> list[Recommendation]:
 def run_recommendations(store: Store, run_id: str) -> list[Recommendation]:
     """Read a run and rank its recommendations."""
     return recommend(gather(store, run_id))
+
+
+def kernels_behind(
+    facts: Facts, rec: Recommendation, n: int = 8
+) -> tuple[pd.DataFrame, int | None]:
+    """The kernels and ops a recommendation names, as the run ran them: op, kernel, count,
+    ms_per_step (the n with the most time), and the start of the first one (None when the
+    run has none of them)."""
+    k = facts.kernels
+    hit = k[k["name"].isin(rec.kernels) | k["op_name"].isin(rec.ops)]
+    if hit.empty:
+        return pd.DataFrame(columns=["op", "kernel", "count", "ms_per_step"]), None
+    top = (
+        hit.groupby(["op_name", "name"], observed=True)["dur_ns"]
+        .agg(["size", "sum"])
+        .sort_values("sum", ascending=False)
+        .head(n)
+        .reset_index()
+    )
+    table = pd.DataFrame(
+        {
+            "op": top["op_name"].astype(str),
+            "kernel": top["name"].astype(str),
+            "count": top["size"].astype(int),
+            "ms_per_step": [facts.per_step_ms(float(v)) for v in top["sum"]],
+        }
+    )
+    return table, int(hit["ts_ns"].min())

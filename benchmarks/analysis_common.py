@@ -46,9 +46,15 @@ def timed(fn: Callable[[], object], n: int = 5) -> float:
 
 
 def page_seconds(
-    data: Path, run_id: str, page: str, n: int = 3, state: dict[str, object] | None = None
+    data: Path,
+    run_id: str,
+    page: str,
+    n: int = 3,
+    state: dict[str, object] | None = None,
+    before_each: Callable[[], object] | None = None,
 ) -> float:
-    """Median server-side render time of one page run under AppTest, after one warm-up."""
+    """Median server-side render time of one page run under AppTest, after one warm-up
+    (`before_each` runs before every render, e.g. to empty Streamlit's caches)."""
     from streamlit.testing.v1 import AppTest  # noqa: TID251 (drives the pages, as tests do)
 
     os.environ["DASH_DATA"] = str(data)
@@ -60,6 +66,8 @@ def page_seconds(
         for k, v in (state or {}).items():
             at.session_state[k] = v
         at.run()
+        if before_each is not None:
+            before_each()
         t = time.perf_counter()
         at.switch_page(page).run()
         times.append(time.perf_counter() - t)

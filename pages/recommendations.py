@@ -4,25 +4,35 @@ import pandas as pd
 import streamlit as st
 
 from analysis.evidence import gather, ms
-from analysis.recommend import recommend
+from analysis.recommend import Recommendation, kernels_behind, recommend
 from analysis.rules_catalog import CATALOG
 from data.errors import DashError
-from pages._ui import fmt_ms, require_run, show_error
+from pages._ui import fmt_ms, require_run, show_error, store
 
 CONFIDENCE_BADGE = {"high": ":green-badge[high confidence]",
                     "medium": ":orange-badge[medium confidence]",
                     "low": ":gray-badge[low confidence]"}  # fmt: skip
 
+Behind = tuple[pd.DataFrame, int | None]
+
+
+# A run never changes after ingest; the ttl picks up newly imported ceilings.
+@st.cache_data(show_spinner="Running the rules…", ttl=600, max_entries=16)
+def ranked(run_id: str) -> tuple[float, list[Recommendation], list[Behind]]:
+    facts = gather(store(), run_id)
+    recs = recommend(facts)
+    return facts.step_ms, recs, [kernels_behind(facts, r) for r in recs]
+
+
 s, run_id = require_run()
 run = s.run_summary(run_id)
 st.title("Recommendations")
 try:
-    facts = gather(s, run_id)
-    recs = recommend(facts)
+    step_ms, recs, behind = ranked(run_id)
 except DashError as e:
     show_error(e)
 st.caption(
-    f"{run['name']} · median step {fmt_ms(facts.step_ms)} · savings are per step and per "
+    f"{run['name']} · median step {fmt_ms(step_ms)} · savings are per step and per "
     "rank, measured on this run; they overlap (fixing one changes the others), so they rank "
     "but do not add up."
 )
@@ -52,8 +62,7 @@ st.dataframe(
     },
 )
 
-kernels = facts.kernels
-for i, r in enumerate(recs, 1):
+for i, (r, (top, first)) in enumerate(zip(recs, behind, strict=True), 1):
     with st.container(border=True):
         head, saving = st.columns([4, 1])
         head.subheader(f"{i}. {r.title}", anchor=r.id)
@@ -69,38 +78,21 @@ for i, r in enumerate(recs, 1):
             st.write(r.why)
             st.caption(f"Detects: {CATALOG[r.id].detects}. Estimate: {CATALOG[r.id].saving}.")
         st.code(r.fix, language="python")
-        if r.kernels or r.ops:
-            hit = kernels[kernels["name"].astype(str).isin(r.kernels)
-                          | kernels["op_name"].astype(str).isin(r.ops)]  # fmt: skip
-            if len(hit):
-                top = (
-                    hit.groupby(["op_name", "name"], observed=True)["dur_ns"]
-                    .agg(["size", "sum"])
-                    .sort_values("sum", ascending=False)
-                    .head(8)
-                    .reset_index()
-                )
-                top["ms per step"] = top["sum"].map(lambda v: facts.per_step_ms(float(v)))
-                first = int(hit["ts_ns"].min())
-                with st.expander(f"Kernels and ops behind it ({len(hit):,} kernels)"):
-                    st.dataframe(
-                        top.rename(
-                            columns={"op_name": "op", "name": "kernel", "size": "count"}
-                        ).drop(columns="sum"),
-                        hide_index=True,
-                    )
-                    links = st.columns(2)
-                    links[0].page_link(
-                        "pages/timeline.py", label="Show the first one in the timeline",
-                        icon=":material/timeline:",
-                        query_params={"run": run_id, "t0_ns": first - 200_000,
-                                      "t1_ns": first + 800_000},
-                    )  # fmt: skip
-                    links[1].page_link(
-                        "pages/roofline.py", label="See these ops on the roofline",
-                        icon=":material/show_chart:",
-                        query_params={"run": run_id, "ops": list(r.ops)},
-                    )  # fmt: skip
+        if first is not None:
+            with st.expander(f"Kernels and ops behind it ({int(top['count'].sum()):,} kernels)"):
+                st.dataframe(top, hide_index=True)
+                links = st.columns(2)
+                links[0].page_link(
+                    "pages/timeline.py", label="Show the first one in the timeline",
+                    icon=":material/timeline:",
+                    query_params={"run": run_id, "t0_ns": first - 200_000,
+                                  "t1_ns": first + 800_000},
+                )  # fmt: skip
+                links[1].page_link(
+                    "pages/roofline.py", label="See these ops on the roofline",
+                    icon=":material/show_chart:",
+                    query_params={"run": run_id, "ops": list(r.ops)},
+                )  # fmt: skip
 
 st.page_link("pages/report.py", label="Export this as a report (HTML, Markdown, JSON, PDF)",
              icon=":material/download:")  # fmt: skip
