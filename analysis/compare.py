@@ -37,7 +37,7 @@ from analysis.kernel_classes import KERNEL_CLASSES, classify
 from analysis.report import _records, _resolve, report_json
 from analysis.rules_catalog import NEEDS_SHAPES
 from data import reads_timeline
-from data.errors import DashError
+from data.errors import DashError, error_line
 from data.store import DEFAULT_DATA_DIR, Store
 
 # (key, label, better direction); the report's overall metrics in reading order.
@@ -368,11 +368,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.output.write_text(text)
         else:
             sys.stdout.write(text)
-    except DashError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except OSError as e:
-        print(f"error: {e.filename}: {e.strerror}", file=sys.stderr)
+    except (DashError, OSError) as e:
+        print(error_line(e), file=sys.stderr)
         return 2
     return 0
 

@@ -8,7 +8,6 @@ rank into milliseconds per step.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -20,6 +19,7 @@ from analysis import breakdown as bd
 from analysis import roofline
 from analysis.overview import step_times
 from analysis.specs import DeviceSpec, match_spec
+from analysis.work import json_list
 from data import reads, reads_recommend, reads_roofline, reads_telemetry, reads_timeline
 from data.store import Store
 
@@ -175,15 +175,9 @@ def gather(store: Store, run_id: str) -> Facts:
 
 def dims(text: object) -> list[list[int]]:
     """`Input Dims` JSON text as a list of shapes ([] for a scalar or a missing input)."""
-    if not isinstance(text, str) or not text:
-        return []
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return []
     return [
         [int(d) for d in s] if isinstance(s, list) and all(isinstance(d, int) for d in s) else []
-        for s in value
+        for s in json_list(text)
     ]
 
 

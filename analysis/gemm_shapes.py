@@ -10,14 +10,13 @@ GEMMs still follows the tokens, which the forward and input-gradient GEMMs (2/3)
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
 import pandas as pd
 
 from analysis.evidence import dims
-from analysis.work import BYTES_PER_ELEMENT
+from analysis.work import BYTES_PER_ELEMENT, json_list
 
 # Op name -> (index of x, index of W, W stored as N×K (linear) rather than K×N)
 WEIGHT_GEMMS = {
@@ -80,13 +79,7 @@ def _shape(op: str, dims_text: object, types_text: object) -> tuple[object, ...]
 
 def types(text: object) -> list[str]:
     """`Input type` JSON text as a list of type names ([] when missing)."""
-    if not isinstance(text, str) or not text:
-        return []
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return []
-    return [str(t) for t in value] if isinstance(value, list) else []
+    return [str(t) for t in json_list(text)]
 
 
 def time_weighted_median(values: pd.Series, weights: pd.Series) -> float:

@@ -41,7 +41,7 @@ from analysis.report_md import render_md
 from analysis.report_sections import Chart
 from analysis.specs import match_spec
 from data import reads, reads_roofline, reads_timeline
-from data.errors import DashError
+from data.errors import DashError, error_line
 from data.store import DEFAULT_DATA_DIR, Store
 
 FORMATS = ("html", "md", "json", "pdf")
@@ -256,11 +256,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             sys.stdout.buffer.write(data)
             sys.stdout.flush()
-    except DashError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except OSError as e:
-        print(f"error: {e.filename}: {e.strerror}", file=sys.stderr)
+    except (DashError, OSError) as e:
+        print(error_line(e), file=sys.stderr)
         return 2
     return 0
 

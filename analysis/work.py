@@ -488,7 +488,8 @@ def _registry() -> dict[str, tuple[str, _Model]]:
 MODELS = _registry()
 
 
-def _json_list(text: object) -> list[Any]:
+def json_list(text: object) -> list[Any]:
+    """A JSON list recorded as text (Input Dims, Input type…); [] when missing or not a list."""
     if not isinstance(text, str) or not text:
         return []
     try:
@@ -509,9 +510,9 @@ def op_work(
         return Work(None, None, None, None, "no model for this op")
     op_class, model = entry
     args = _Args(
-        _json_list(input_dims),
-        [str(t) for t in _json_list(input_types)],
-        [str(c) for c in _json_list(concrete)],
+        json_list(input_dims),
+        [str(t) for t in json_list(input_types)],
+        [str(c) for c in json_list(concrete)],
     )
     precision = next(
         (

@@ -33,3 +33,10 @@ class CudaUnavailableError(DashError):
 
 class RecordingFormatError(DashError):
     """A recorded telemetry CSV that cannot be replayed."""
+
+
+def error_line(e: Exception) -> str:
+    """The one line a command prints for an error it reports (a file error names the file)."""
+    if isinstance(e, OSError) and e.filename:
+        return f"error: {e.filename}: {e.strerror}"
+    return f"error: {e}"
