@@ -13,7 +13,9 @@ comm_pct, memcpy_pct, achieved_tflops, mfu_pct, hbm_bw_util_pct, plus the breakd
 shares), `roofline` (one row per op class and precision: analysis.roofline.ROOFLINE_COLUMNS, i.e.
 name, flops, bytes, intensity, achieved_tflops, achieved_gbps, bound, pct_of_ceiling…),
 `breakdown` (per step windows in ms, the spread across ranks, the straggler, launch
-statistics). Shares are exclusive shares of the step time (analysis.breakdown), so
+statistics), `recommendations` (ranked by saving: analysis.recommend.Recommendation.as_json:
+id, title, est_saving_pct, est_saving_ms per step, confidence, evidence, fix, why, kernels,
+ops). Shares are exclusive shares of the step time (analysis.breakdown), so
 compute + comm + memcpy + memset + idle = 100; comm_pct is exposed communication.
 """
 
