@@ -142,19 +142,26 @@ def test_upload_through_the_browser_shows_the_new_overview(server: str, tmp_path
         browser.close()
 
 
+def _demo_runs(page: object, server: str, data_dir: Path) -> object:
+    """The store's runs once the first page load has ingested the demo runs."""
+    from data.store import Store
+
+    page.goto(server)  # type: ignore[attr-defined]
+    page.get_by_text("run(s) in").wait_for(timeout=120_000)  # type: ignore[attr-defined]
+    return Store(data_dir).runs()
+
+
 def _window_ms(page: object) -> list[float]:
     texts = page.get_by_test_id("stSliderThumbValue").all_inner_texts()  # type: ignore[attr-defined]
     return [float(t.replace(",", "")) for t in texts]
 
 
 def test_box_select_on_the_timeline_zooms_the_window(server: str, data_dir: Path) -> None:
-    from data.store import Store
-
-    runs = Store(data_dir).runs()
-    run_id = runs[runs["device_name"].notna()]["run_id"].iloc[0]
     with playwright.sync_playwright() as p:
         browser = _launch(p)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
+        runs = _demo_runs(page, server, data_dir)
+        run_id = runs[runs["device_name"].notna()]["run_id"].iloc[0]
         page.goto(f"{server}/timeline?run={run_id}")
         page.get_by_test_id("stSliderThumbValue").first.wait_for(timeout=90_000)
         _settle(page)
@@ -180,3 +187,35 @@ def test_box_select_on_the_timeline_zooms_the_window(server: str, data_dir: Path
         assert window[1] == pytest.approx(0.5 * span, abs=0.05 * span)
         assert page.get_by_test_id("stException").count() == 0
         browser.close()
+
+
+def test_report_downloads_open(server: str, data_dir: Path, tmp_path: Path) -> None:
+    """The Report page's buttons download files a reader can open: the JSON parses and holds
+    the ranked recommendations, the HTML carries its charts' library, the PDF is a PDF."""
+    import json
+
+    with playwright.sync_playwright() as p:
+        browser = _launch(p)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
+        runs = _demo_runs(page, server, data_dir)
+        run_id = runs[runs["name"] == "gpt_train_fp32_naive"]["run_id"].iloc[0]
+        page.goto(f"{server}/report?run={run_id}")
+        page.get_by_role("button", name="JSON").wait_for(timeout=120_000)
+        _settle(page)
+        files = {}
+        for label in ("JSON", "HTML (interactive, offline)", "PDF"):
+            with page.expect_download(timeout=120_000) as dl:
+                page.get_by_role("button", name=label).click()
+            path = tmp_path / dl.value.suggested_filename
+            dl.value.save_as(path)
+            files[path.suffix] = path
+        browser.close()
+    doc = json.loads(files[".json"].read_text())
+    assert doc["run"]["id"] == run_id
+    savings = [r["est_saving_ms"] for r in doc["recommendations"]]
+    assert savings
+    assert savings == sorted(savings, reverse=True)
+    html = files[".html"].read_text()
+    assert 'id="recommendations"' in html
+    assert len(html) > 3_000_000  # plotly.js inlined: opens offline (URLs: test_report_export)
+    assert files[".pdf"].read_bytes().startswith(b"%PDF-")
