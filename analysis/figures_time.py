@@ -19,7 +19,11 @@ CATEGORIES = {
     "idle_other": ("idle: other", "#BAB0AC"),
 }
 GROUP_COLOURS = {"compute": "#4C78A8", "comm": "#F58518", "memcpy": "#54A24B", "memset": "#B279A2"}
-_LAYOUT = {"margin": {"l": 10, "r": 10, "t": 30, "b": 10}, "legend": {"orientation": "h"}}
+_LAYOUT = {
+    "margin": {"l": 10, "r": 10, "t": 30, "b": 10},
+    # above the plot: below it, a short timeline's legend covers the time axis labels
+    "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
+}
 
 
 def breakdown_bars(per_step: pd.DataFrame) -> go.Figure:
