@@ -17,9 +17,9 @@ import pandas as pd
 
 from analysis import breakdown as bd
 from analysis import roofline
+from analysis.gemm_shapes import weight_gemms
 from analysis.overview import step_times
 from analysis.specs import DeviceSpec, match_spec
-from analysis.work import json_list
 from data import reads, reads_recommend, reads_roofline, reads_telemetry, reads_timeline
 from data.store import Store
 
@@ -34,11 +34,11 @@ class Facts:
     run_id: str
     run: dict[str, Any]
     spec: DeviceSpec | None
-    ceilings: roofline.Ceilings | None  # measured when calibrated, else the datasheet's
+    measured: roofline.Ceilings | None  # collectors.calibrate's, for this device name
     steps: pd.DataFrame
     events: pd.DataFrame  # data.reads_timeline.gpu_work
     per_step: pd.DataFrame  # analysis.breakdown.breakdown
-    work: pd.DataFrame  # analysis.roofline.kernel_work of the GPU work inside steps
+    all_work: pd.DataFrame  # analysis.roofline.kernel_work of every GPU activity
     ops: pd.DataFrame  # data.reads_roofline.launching_ops
     _memo: dict[str, Any] = field(default_factory=dict, repr=False)
 
@@ -47,6 +47,21 @@ class Facts:
         if key not in self._memo:
             self._memo[key] = compute()
         return cast(T, self._memo[key])
+
+    @cached_property
+    def ceilings(self) -> roofline.Ceilings | None:
+        """The roofs savings are estimated against: measured, else the datasheet's."""
+        if self.measured is not None or self.spec is None:
+            return self.measured
+        return roofline.datasheet_ceilings(self.spec)
+
+    @cached_property
+    def work(self) -> pd.DataFrame:
+        """`all_work` inside the profiled steps: warm-up launches outside them are not the
+        steady state (all of it for a trace without steps)."""
+        if self.steps.empty:
+            return self.all_work
+        return self.all_work[self.all_work["step"].notna()].reset_index(drop=True)
 
     @property
     def ranks(self) -> int:
@@ -142,43 +157,33 @@ class Facts:
     def weight_gemms(self) -> pd.DataFrame:
         """Activation × weight GEMM kernels with their token rows and weight bytes
         (analysis.gemm_shapes.weight_gemms)."""
-        from analysis.gemm_shapes import weight_gemms  # it imports dims() from this module
-
         return weight_gemms(self.kernels, self.ops)
 
 
 def gather(store: Store, run_id: str) -> Facts:
     """Read one run's facts (the eager part: GPU work, steps, ops, roofline work)."""
     run = store.run_summary(run_id)
-    spec = match_spec(run.get("device_name"))
-    measured = roofline.measured_ceilings(reads_roofline.ceilings(store, run.get("device_name")))
-    ceilings = measured or (roofline.datasheet_ceilings(spec) if spec else None)
     steps = reads.steps(store, run_id)
     events = reads_timeline.gpu_work(store, run_id)
     ops = reads_roofline.launching_ops(store, run_id)
-    work = roofline.kernel_work(reads_roofline.gpu_events(store, run_id), ops)
-    if len(steps):  # warm-up launches outside the profiled steps are not the steady state
-        work = work[work["step"].notna()]
     return Facts(
         store=store,
         run_id=run_id,
         run=run,
-        spec=spec,
-        ceilings=ceilings,
+        spec=match_spec(run.get("device_name")),
+        measured=roofline.measured_ceilings(reads_roofline.ceilings(store, run.get("device_name"))),
         steps=steps,
         events=events,
         per_step=bd.breakdown(events, steps),
-        work=work.reset_index(drop=True),
+        all_work=roofline.kernel_work(reads_roofline.gpu_events(store, run_id), ops),
         ops=ops,
     )
 
 
-def dims(text: object) -> list[list[int]]:
-    """`Input Dims` JSON text as a list of shapes ([] for a scalar or a missing input)."""
-    return [
-        [int(d) for d in s] if isinstance(s, list) and all(isinstance(d, int) for d in s) else []
-        for s in json_list(text)
-    ]
+def top_names(rows: pd.DataFrame, col: str, n: int) -> tuple[str, ...]:
+    """The n values of `col` (op_name, name) with the most GPU time in `rows`."""
+    by = rows.groupby(col, observed=True)["dur_ns"].sum()
+    return tuple(str(x) for x in by.nlargest(n).index)
 
 
 def share_pct(part_ns: float, facts: Facts) -> float:

@@ -15,8 +15,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from analysis.evidence import dims
-from analysis.work import BYTES_PER_ELEMENT, json_list
+from analysis.work import BYTES_PER_ELEMENT, dims, json_list
 
 # Op name -> (index of x, index of W, W stored as N×K (linear) rather than K×N)
 WEIGHT_GEMMS = {

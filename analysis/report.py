@@ -35,14 +35,13 @@ import pandas as pd
 
 from analysis import breakdown as bd
 from analysis import roofline
+from analysis.evidence import gather
 from analysis.overview import step_times
-from analysis.recommend import run_recommendations
+from analysis.recommend import recommend
 from analysis.report_charts import report_charts
 from analysis.report_html import render_html
 from analysis.report_md import render_md
 from analysis.report_sections import Chart
-from analysis.specs import match_spec
-from data import reads, reads_roofline, reads_timeline
 from data.errors import DashError, error_line
 from data.store import DEFAULT_DATA_DIR, Store
 
@@ -195,14 +194,8 @@ def _resolve(ref: str, data: Path) -> str:
 def report_json(store: Store, run_id: str) -> dict[str, Any]:
     """Read one run from the store and build its report (roofline per op class, compute
     metrics from analysis.roofline against the matched device spec and measured ceilings)."""
-    run = store.run_summary(run_id)
-    steps = reads.steps(store, run_id)
-    events = reads_timeline.gpu_work(store, run_id)
-    work = roofline.kernel_work(
-        reads_roofline.gpu_events(store, run_id), reads_roofline.launching_ops(store, run_id)
-    )
-    spec = match_spec(run.get("device_name"))
-    ceilings = roofline.measured_ceilings(reads_roofline.ceilings(store, run.get("device_name")))
+    facts = gather(store, run_id)
+    steps, work, spec = facts.steps, facts.all_work, facts.spec
     compute: dict[Any, dict[str, float | None]] = {
         None: roofline.run_compute_metrics(work, steps, spec)
     }
@@ -210,9 +203,9 @@ def report_json(store: Store, run_id: str) -> dict[str, Any]:
         compute[int(rank)] = roofline.run_compute_metrics(
             work[work["rank"] == rank], steps[steps["rank"] == rank], spec
         )
-    table = roofline.roofline_table(work, spec, ceilings, by="op_class")
-    doc = build_report(run, steps, events, roofline=table, compute=compute)
-    doc["recommendations"] = [r.as_json() for r in run_recommendations(store, run_id)]
+    table = roofline.roofline_table(work, spec, facts.measured, by="op_class")
+    doc = build_report(facts.run, steps, facts.events, roofline=table, compute=compute)
+    doc["recommendations"] = [r.as_json() for r in recommend(facts)]
     return doc
 
 

@@ -9,11 +9,12 @@ import math
 import numpy as np
 import pandas as pd
 
-from analysis.evidence import Facts, dims, ms
+from analysis.evidence import Facts, ms, top_names
 from analysis.recommend import Finding, rule
 from analysis.roofline import MATRIX_CLASSES
 from analysis.rules_catalog import CATALOG
 from analysis.rules_precision import gemm_mnk
+from analysis.work import dims
 
 _MEMORY_CLASSES = ("elementwise", "norm", "reduction", "softmax", "copy")
 _PARAM_STATE_BYTES = 28  # AdamW, fp32: read param, grad, 2 moments; write param, 2 moments
@@ -77,13 +78,14 @@ def fused_attention(facts: Facts) -> Finding | None:
     )
     elem = {"float": 4, "double": 8}.get(dtype, 2)
     mb = math.prod(shape) * elem / 1e6 if shape else 0.0
+    ops = top_names(rows, "op_name", 5)
     return Finding(
         saving_ms=max(cur_ms - fused_ms, 0.0),
         confidence="medium",
         evidence=(
             f"attention scores materialised: softmax over {shape} ({dtype}, {mb:,.0f} MB per "
             f"layer, sequence {seq}), no fused attention kernel for them",
-            f"kernels reading or writing S×S tensors ({', '.join(_names(rows, 'op_name'))}): "
+            f"kernels reading or writing S×S tensors ({', '.join(ops)}): "
             f"{ms(cur_ms)} per step, {100 * cur_ms / facts.step_ms:.0f} % of the step",
             f"a fused kernel doing the same matmul FLOPs at the run's other matmuls' rate "
             f"({rate / 1e3:.1f} TFLOP/s): {ms(fused_ms)} per step",
@@ -94,14 +96,9 @@ def fused_attention(facts: Facts) -> Finding | None:
             "kernel keeps the tiles on chip: its time is the attention FLOPs at the rate this "
             "run's other matmuls reach; the saving is today's time minus that."
         ),
-        kernels=_names(rows, "name"),
-        ops=_names(rows, "op_name"),
+        kernels=top_names(rows, "name", 5),
+        ops=ops,
     )
-
-
-def _names(rows: pd.DataFrame, col: str, n: int = 5) -> tuple[str, ...]:
-    by = rows.groupby(col, observed=True)["dur_ns"].sum().sort_values(ascending=False)
-    return tuple(str(x) for x in by.index[:n])
 
 
 def _in_ranges(facts: Facts, prefix: str) -> np.ndarray:
@@ -164,7 +161,7 @@ def fused_optimizer(facts: Facts) -> Finding | None:
         confidence="high" if params else "medium",
         evidence=(
             f"optimizer step: {per_step:,.0f} kernels per step "
-            f"({', '.join(_names(rows, 'op_name', 4))}), {ms(cur_ms)} of GPU time",
+            f"({', '.join(top_names(rows, 'op_name', 4))}), {ms(cur_ms)} of GPU time",
             f"{params / 1e6:,.1f} M parameters: one fused pass moves "
             f"{params * _PARAM_STATE_BYTES / 1e9:.2f} GB, {ms(fused_ms)} at the bandwidth ceiling",
             f"the host spends {ms(host_ms)} per step issuing them (exposed once the GPU work "
@@ -176,8 +173,8 @@ def fused_optimizer(facts: Facts) -> Finding | None:
             "the optimizer's GPU kernel time minus one pass over the states at the measured "
             "bandwidth ceiling (host launch time not counted)."
         ),
-        kernels=_names(rows, "name"),
-        ops=_names(rows, "op_name"),
+        kernels=top_names(rows, "name", 5),
+        ops=top_names(rows, "op_name", 5),
     )
 
 

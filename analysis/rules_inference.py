@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from analysis.evidence import Facts, ms
+from analysis.evidence import Facts, ms, top_names
 from analysis.gemm_shapes import time_weighted_median
 from analysis.recommend import Finding, rule
 from analysis.rules_catalog import CATALOG
@@ -94,7 +94,7 @@ def decode_batching(facts: Facts) -> Finding | None:
             "GEMM × (w + r·(1 − w)) + r × other kernels, with r = "
             f"{target}/{batch:g}; the saving is step − batched step / r."
         ),
-        kernels=tuple(g.groupby("name", observed=True)["dur_ns"].sum().nlargest(3).index),
+        kernels=top_names(g, "name", 3),
         ops=tuple(sorted(set(g["op_name"]))),
     )
 
@@ -128,7 +128,7 @@ def weight_quantization(facts: Facts) -> Finding | None:
             f"share of its bytes) × {th['int8_byte_cut']:g} for INT8; accuracy has to be "
             "checked on the model, hence the low confidence."
         ),
-        kernels=tuple(g.groupby("name", observed=True)["dur_ns"].sum().nlargest(3).index),
+        kernels=top_names(g, "name", 3),
         ops=tuple(sorted(set(g["op_name"]))),
     )
 
@@ -199,6 +199,6 @@ def paged_kv_cache(facts: Facts) -> Finding | None:
             "paged cache writes only the new position: the saving is the cat kernels' time × "
             "old / (old + new) positions."
         ),
-        kernels=tuple(k.groupby("name", observed=True)["dur_ns"].sum().nlargest(2).index),
+        kernels=top_names(k, "name", 2),
         ops=("aten::cat",),
     )

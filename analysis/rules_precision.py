@@ -10,10 +10,11 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from analysis.evidence import Facts, dims, ms
+from analysis.evidence import Facts, ms, top_names
 from analysis.recommend import Finding, rule
 from analysis.roofline import MATRIX_CLASSES
 from analysis.rules_catalog import CATALOG
+from analysis.work import dims
 
 _GEMM_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul",
              "aten::linear", "aten::_scaled_mm", "aten::addbmm")  # fmt: skip
@@ -44,16 +45,6 @@ def _tflops(rows: pd.DataFrame) -> float:
     return float(rows["flops"].sum()) / dur / 1e3 if dur else 0.0
 
 
-def _op_list(rows: pd.DataFrame, n: int = 4) -> tuple[str, ...]:
-    by = rows.groupby("op_name", observed=True)["dur_ns"].sum().sort_values(ascending=False)
-    return tuple(str(o) for o in by.index[:n])
-
-
-def _kernel_list(rows: pd.DataFrame, n: int = 4) -> tuple[str, ...]:
-    by = rows.groupby("name", observed=True)["dur_ns"].sum().sort_values(ascending=False)
-    return tuple(str(o) for o in by.index[:n])
-
-
 def _precision_switch(
     facts: Facts, rule_id: str, rows: pd.DataFrame, new: str, byte_factor: float, th_key: str
 ) -> Finding | None:
@@ -67,14 +58,15 @@ def _precision_switch(
     old = "fp32" if (rows["precision"] == "fp32").all() else "fp32/tf32"
     peak_old = roofs.peak("fp32") or 0.0
     peak_new = roofs.peak(new) or 0.0
-    ops = _op_list(rows)
+    ops = top_names(rows, "op_name", 4)
+    named = ", ".join(ops or top_names(rows, "name", 2))
     modelled = rows["flops"].notna().mean() > 0.9
     rate = f", at {_tflops(rows):.1f} TFLOP/s" if modelled else ""
     return Finding(
         saving_ms=cur_ms - new_ms,
         confidence="high" if modelled else "medium",
         evidence=(
-            f"{old} matrix kernels ({', '.join(ops or _kernel_list(rows, 2))}): {ms(cur_ms)} per "
+            f"{old} matrix kernels ({named}): {ms(cur_ms)} per "
             f"step, {100 * cur_ms / facts.step_ms:.0f} % of the step{rate}",
             f"{roofs.label} ceilings on this GPU: fp32 {peak_old / 1e12:.1f}, {new} "
             f"{peak_new / 1e12:.0f} TFLOP/s ({peak_new / peak_old:.1f}×)"
@@ -88,7 +80,7 @@ def _precision_switch(
             f"bytes{' halved' if byte_factor < 1 else ''} at the bandwidth ceiling. The saving "
             "is today's time minus the re-timed one."
         ),
-        kernels=_kernel_list(rows),
+        kernels=top_names(rows, "name", 4),
         ops=ops,
     )
 
@@ -146,8 +138,8 @@ def fp8(facts: Facts) -> Finding | None:
             "FP8; each is scaled by the ratio of the ceilings. Confidence is low: FP8 needs "
             "scaling recipes and a convergence check on your model."
         ),
-        kernels=_kernel_list(big),
-        ops=_op_list(big),
+        kernels=top_names(big, "name", 4),
+        ops=top_names(big, "op_name", 4),
     )
 
 
@@ -256,6 +248,6 @@ def tensor_core_alignment(facts: Facts) -> Finding | None:
             "slower kernels or pad tiles with wasted work. Saving = misaligned GEMM time × "
             f"penalty ({how})."
         ),
-        kernels=_kernel_list(rows),
-        ops=_op_list(rows),
+        kernels=top_names(rows, "name", 4),
+        ops=top_names(rows, "op_name", 4),
     )

@@ -499,6 +499,14 @@ def json_list(text: object) -> list[Any]:
     return v if isinstance(v, list) else []
 
 
+def dims(text: object) -> list[list[int]]:
+    """`Input Dims` JSON text as a list of shapes ([] for a scalar or a missing input)."""
+    return [
+        [int(d) for d in s] if isinstance(s, list) and all(isinstance(d, int) for d in s) else []
+        for s in json_list(text)
+    ]
+
+
 def op_work(
     name: str, input_dims: str | None, input_types: str | None, concrete: str | None
 ) -> Work:
