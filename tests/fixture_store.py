@@ -16,8 +16,9 @@ from data.store import Store
 
 
 @cache
-def _folder() -> Path:
-    folder = Path(tempfile.mkdtemp(prefix="breakdown-fixtures-"))
+def session_folder(prefix: str) -> Path:
+    """A temporary store folder shared by the whole test session, removed at exit."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
     atexit.register(shutil.rmtree, folder, True)
     return folder
 
@@ -25,6 +26,7 @@ def _folder() -> Path:
 @cache
 def fixture_run(label: str) -> tuple[Store, str]:
     """(store, run id) of one fixture; labels as tests/conftest.py's fixture_runs."""
+    folder = session_folder("breakdown-fixtures-")
     paths = next(r.paths for r in fixture_runs() if r.label == label)
-    run_id = ingest(list(paths), data_dir=_folder())
-    return Store(_folder()), run_id
+    run_id = ingest(list(paths), data_dir=folder)
+    return Store(folder), run_id

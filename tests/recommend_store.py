@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-import atexit
-import shutil
-import tempfile
 from functools import cache
 from pathlib import Path
 
 from conftest import FIXTURES, fixture_runs
+from fixture_store import session_folder
 
 from analysis.evidence import Facts, gather
 from collectors.calibrate import main as calibrate
@@ -19,8 +17,7 @@ from data.store import Store
 
 @cache
 def _folder() -> Path:
-    folder = Path(tempfile.mkdtemp(prefix="recommend-fixtures-"))
-    atexit.register(shutil.rmtree, folder, True)
+    folder = session_folder("recommend-fixtures-")
     assert calibrate(["--data", str(folder), "--import", str(FIXTURES / "h200/ceilings.json")]) == 0
     return folder
 

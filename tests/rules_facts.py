@@ -4,13 +4,11 @@ measured ceilings; the project's own samples into a store of their own)."""
 
 from __future__ import annotations
 
-import atexit
-import shutil
-import tempfile
 from functools import cache
 from pathlib import Path
 
 from conftest import SAMPLES, fixture_runs
+from fixture_store import session_folder
 from recommend_store import facts as facts_of  # noqa: F401 (the rule tests import it here)
 
 from analysis.evidence import Facts, gather
@@ -24,17 +22,11 @@ def foreign_labels() -> list[str]:
 
 
 @cache
-def _samples_folder() -> Path:
-    folder = Path(tempfile.mkdtemp(prefix="rules-samples-"))
-    atexit.register(shutil.rmtree, folder, True)
-    return folder
-
-
-@cache
 def sample_facts(name: str, folder: Path = SAMPLES) -> Facts:
     """Facts of a trace (file or folder) in data/samples (or `folder`: tests/data)."""
-    run_id = ingest([folder / name], data_dir=_samples_folder())
-    return gather(Store(_samples_folder()), run_id)
+    store = session_folder("rules-samples-")
+    run_id = ingest([folder / name], data_dir=store)
+    return gather(Store(store), run_id)
 
 
 def fire(facts: Facts, rule_id: str) -> Finding | None:
