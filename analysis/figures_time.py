@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -26,46 +28,39 @@ _LAYOUT = {
 }
 
 
+def _stacked(
+    x: list[str], values: Callable[[str], object], unit: str, digits: int, title: str, height: int
+) -> go.Figure:
+    """One stacked bar per x, a segment per breakdown category (`values(key)` its heights)."""
+    fig = go.Figure()
+    for key in ("compute", "comm", "memcpy", "memset", *IDLE_SPLIT):
+        label, colour = CATEGORIES[key]
+        fig.add_bar(
+            x=x,
+            y=values(key),
+            name=label,
+            marker_color=colour,
+            hovertemplate="%{x}<br>" + label + f": %{{y:.{digits}f}} {unit}<extra></extra>",
+        )
+    fig.update_layout(
+        barmode="stack", yaxis_title=title, xaxis_type="category", height=height, **_LAYOUT
+    )
+    return fig
+
+
 def breakdown_bars(per_step: pd.DataFrame) -> go.Figure:
     """Stacked bars, one per rank and step window, in ms (analysis.breakdown.breakdown)."""
     x = [
         f"r{r} · step {'—' if pd.isna(s) else s}"
         for r, s in zip(per_step["rank"], per_step["step"], strict=True)
     ]
-    fig = go.Figure()
-    for key in ("compute", "comm", "memcpy", "memset", *IDLE_SPLIT):
-        label, colour = CATEGORIES[key]
-        y = per_step[f"{key}_ns"].to_numpy(np.float64) / 1e6
-        fig.add_bar(
-            x=x,
-            y=y,
-            name=label,
-            marker_color=colour,
-            hovertemplate="%{x}<br>" + label + ": %{y:.3f} ms<extra></extra>",
-        )
-    fig.update_layout(
-        barmode="stack", yaxis_title="ms", xaxis_type="category", height=340, **_LAYOUT
-    )
-    return fig
+    return _stacked(x, lambda k: per_step[f"{k}_ns"].to_numpy(np.float64) / 1e6, "ms", 3, "ms", 340)
 
 
 def rank_share_bars(rank_shares: pd.DataFrame) -> go.Figure:
     """100 % stacked bars per rank (and 'all'), from analysis.breakdown.shares."""
     x = ["all" if pd.isna(r) else f"rank {r}" for r in rank_shares["rank"]]
-    fig = go.Figure()
-    for key in ("compute", "comm", "memcpy", "memset", *IDLE_SPLIT):
-        label, colour = CATEGORIES[key]
-        fig.add_bar(
-            x=x,
-            y=rank_shares[f"{key}_pct"],
-            name=label,
-            marker_color=colour,
-            hovertemplate="%{x}<br>" + label + ": %{y:.2f} %<extra></extra>",
-        )
-    fig.update_layout(
-        barmode="stack", yaxis_title="% of step time", xaxis_type="category", height=300, **_LAYOUT
-    )
-    return fig
+    return _stacked(x, lambda k: rank_shares[f"{k}_pct"], "%", 2, "% of step time", 300)
 
 
 def timeline_heatmap(
