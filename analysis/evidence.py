@@ -18,6 +18,7 @@ import pandas as pd
 from analysis import breakdown as bd
 from analysis import roofline
 from analysis.gemm_shapes import weight_gemms
+from analysis.gemm_traffic import run_rereads
 from analysis.overview import step_times
 from analysis.specs import DeviceSpec, match_spec
 from data import reads, reads_recommend, reads_roofline, reads_telemetry, reads_timeline
@@ -166,16 +167,19 @@ def gather(store: Store, run_id: str) -> Facts:
     steps = reads.steps(store, run_id)
     events = reads_timeline.gpu_work(store, run_id)
     ops = reads_roofline.launching_ops(store, run_id)
+    spec = match_spec(run.get("device_name"))
     return Facts(
         store=store,
         run_id=run_id,
         run=run,
-        spec=match_spec(run.get("device_name")),
+        spec=spec,
         measured=roofline.measured_ceilings(reads_roofline.ceilings(store, run.get("device_name"))),
         steps=steps,
         events=events,
         per_step=bd.breakdown(events, steps),
-        all_work=roofline.kernel_work(reads_roofline.gpu_events(store, run_id), ops),
+        all_work=roofline.kernel_work(
+            reads_roofline.gpu_events(store, run_id), ops, run_rereads(store, run_id, ops, spec)
+        ),
         ops=ops,
     )
 

@@ -81,7 +81,9 @@ KERNEL_WORK_COLUMNS = [
 ]  # fmt: skip
 
 
-def kernel_work(kernels: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
+def kernel_work(
+    kernels: pd.DataFrame, ops: pd.DataFrame, rereads: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """Each GPU event with its share of the launching op's modelled work.
 
     Args:
@@ -90,6 +92,8 @@ def kernel_work(kernels: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
             (data.reads_roofline.gpu_events).
         ops: cpu_ops rows of the launching ops: rank, external_id, name, input_dims,
             input_types, concrete_inputs (extra ops are ignored).
+        rereads: analysis.gemm_traffic.reread_bytes rows (rank, external_id, reread_bytes):
+            DRAM bytes an op's tiled GEMM kernel reads beyond its operands, added to its bytes.
     Returns one row per GPU event, columns KERNEL_WORK_COLUMNS: op_class (the op's class,
     else the kernel's), kernel_class, tensor_core, precision (the roof it is measured
     against: the op's dtype for bf16/fp16/fp8 matrix ops, tf32 for fp32 on tensor cores,
@@ -102,6 +106,9 @@ def kernel_work(kernels: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
     w = pd.concat([o[["rank", "external_id", "name"]], work_table(o)], axis=1).rename(
         columns={"name": "op_name", "flops": "op_flops", "bytes": "op_bytes"}
     )
+    if rereads is not None and len(rereads):
+        w = w.merge(rereads, how="left", on=["rank", "external_id"])
+        w["op_bytes"] += w.pop("reread_bytes").fillna(0.0)
     m = k.merge(w, how="left", left_on=["rank", "op_external_id"], right_on=["rank", "external_id"])
     is_copy = m["kind"].isin(["memcpy", "memset"])
     # An op's work is split over its kernels by their share of its kernel time (a memset

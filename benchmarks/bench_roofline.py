@@ -16,7 +16,7 @@ from pathlib import Path
 
 from analysis_common import ROOT, big_run, page_seconds, timed
 
-from analysis import bandwidth, roofline
+from analysis import bandwidth, gemm_traffic, roofline
 from analysis.specs import match_spec
 from data import reads, reads_roofline
 
@@ -33,16 +33,21 @@ def main() -> None:
     events = reads_roofline.gpu_events(s, run_id)
     ops = reads_roofline.launching_ops(s, run_id)
     steps = reads.steps(s, run_id)
-    work = roofline.kernel_work(events, ops)
+    launches = reads_roofline.tiled_gemm_launches(s, run_id)
+    l2_bytes = (spec.l2_mb or 0) * 2**20 if spec else 0
+    rereads = gemm_traffic.reread_bytes(launches, ops, l2_bytes)
+    work = roofline.kernel_work(events, ops, rereads)
     result: dict[str, object] = {
         "run": {"events_total": int(run["events_total"]), "gpu_events": len(events),
-                "launching_ops": len(ops)},
+                "launching_ops": len(ops), "tiled_gemm_launches": len(launches)},
         "reads_s": {
             "gpu_events": timed(lambda: reads_roofline.gpu_events(s, run_id)),
             "launching_ops": timed(lambda: reads_roofline.launching_ops(s, run_id)),
+            "tiled_gemm_launches": timed(lambda: reads_roofline.tiled_gemm_launches(s, run_id)),
         },
         "analysis_s": {
-            "kernel_work": timed(lambda: roofline.kernel_work(events, ops)),
+            "reread_bytes": timed(lambda: gemm_traffic.reread_bytes(launches, ops, l2_bytes)),
+            "kernel_work": timed(lambda: roofline.kernel_work(events, ops, rereads)),
             "roofline_table_op_class": timed(
                 lambda: roofline.roofline_table(work, spec, None, "op_class")),
             "roofline_table_kernel": timed(

@@ -74,6 +74,33 @@ def launching_ops(store: Store, run_id: str) -> pd.DataFrame:
     return pd.concat([ops, text], axis=1)
 
 
+def tiled_gemm_launches(store: Store, run_id: str) -> pd.DataFrame:
+    """Launches of cuBLAS's tiled `sm*_xmma_gemm_*tilesize*` kernels with what their occupancy
+    depends on: rank, op_external_id, name, grid_x/y/z, threads, registers_per_thread,
+    shared_mem_bytes, and their device's num_sms, regs_per_sm, shared_mem_per_sm_bytes,
+    max_threads_per_sm (analysis.gemm_traffic). Launches with any of these missing are left out."""
+    return store.query(
+        """
+        SELECT g.rank, g.op_external_id, g.name, g.grid_x, g.grid_y, g.grid_z,
+               g.block_x * g.block_y * g.block_z AS threads, g.registers_per_thread,
+               g.shared_mem_bytes, d.num_sms, d.regs_per_sm, d.shared_mem_per_sm_bytes,
+               d.max_threads_per_sm
+        FROM gpu_events g
+        JOIN (SELECT rank, any_value(num_sms) AS num_sms, any_value(regs_per_sm) AS regs_per_sm,
+                     any_value(shared_mem_per_sm_bytes) AS shared_mem_per_sm_bytes,
+                     any_value(max_threads_per_sm) AS max_threads_per_sm
+              FROM devices WHERE run_id = ? GROUP BY rank) d USING (rank)
+        WHERE g.run_id = ? AND g.kind = 'kernel' AND g.name LIKE 'sm%xmma_gemm%tilesize%'
+          AND g.op_external_id IS NOT NULL
+          AND g.grid_x IS NOT NULL AND g.block_x IS NOT NULL
+          AND g.registers_per_thread IS NOT NULL AND g.shared_mem_bytes IS NOT NULL
+          AND d.num_sms IS NOT NULL AND d.regs_per_sm IS NOT NULL
+          AND d.shared_mem_per_sm_bytes IS NOT NULL AND d.max_threads_per_sm IS NOT NULL
+        """,
+        [run_id, run_id],
+    )
+
+
 def _concat_ints(lists: pd.Series) -> np.ndarray:
     """One int64 array from a column of DuckDB lists."""
     parts = [np.asarray(v, dtype=np.int64) for v in lists]

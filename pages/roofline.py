@@ -100,7 +100,12 @@ st.dataframe(
         "time_ms": st.column_config.NumberColumn("time (ms)", format="%.3f"),
         "share_pct": st.column_config.NumberColumn("share %", format="%.1f"),
         "flops": st.column_config.NumberColumn(format="%.3e"),
-        "bytes": st.column_config.NumberColumn(format="%.3e"),
+        "bytes": st.column_config.NumberColumn(
+            format="%.3e",
+            help="Modelled DRAM bytes: operands read once, output written. cuBLAS xmma GEMMs "
+            "whose operand exceeds L2 add one re-read per wave of CTAs; other large GEMMs "
+            "(nvjet, CUTLASS) can read more than this.",
+        ),
         "intensity": st.column_config.NumberColumn("FLOP/byte", format="%.3g"),
         "achieved_tflops": st.column_config.NumberColumn("TFLOP/s", format="%.2f"),
         "achieved_gbps": st.column_config.NumberColumn("GB/s", format="%.0f"),
