@@ -11,10 +11,11 @@ Measured on an H200 against Nsight Compute (tests/data/gemm_traffic_h200, tools/
 record_gemm_traffic.py): the fp32 4096³, 8192³, 4096×16384×4096 and 6144³ addmm kernels read
 within 1 % of this model, where compulsory bytes fall short by 2.0× to 5.7×.
 
-Other kernels keep compulsory bytes: persistent kernels (nvjet, grid = SMs) and CUTLASS's
-swizzled grids schedule tiles in orders a trace does not record, and split-K grids (the grid
-does not match the tile count) add partial sums. For those, compulsory bytes are a lower
-bound: an 8192³ bf16 nvjet GEMM read 3.4× its operands.
+Other kernels keep compulsory bytes: persistent kernels (nvjet, and Hopper's TF32
+sm90_xmma kernels: grid = SMs) and CUTLASS's swizzled grids schedule tiles in orders a trace
+does not record, and split-K grids add partial sums; the grid check (one CTA per output tile)
+keeps the model off them. For those, compulsory bytes are a lower bound: an 8192³ bf16 nvjet
+GEMM read 3.4× its operands, an 8192³ TF32 one 3.6×.
 """
 
 from __future__ import annotations

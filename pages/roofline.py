@@ -104,7 +104,7 @@ st.dataframe(
             format="%.3e",
             help="Modelled DRAM bytes: operands read once, output written. cuBLAS xmma GEMMs "
             "whose operand exceeds L2 add one re-read per wave of CTAs; other large GEMMs "
-            "(nvjet, CUTLASS) can read more than this.",
+            "(nvjet, TF32 on Hopper, CUTLASS) can read more than this.",
         ),
         "intensity": st.column_config.NumberColumn("FLOP/byte", format="%.3g"),
         "achieved_tflops": st.column_config.NumberColumn("TFLOP/s", format="%.2f"),
