@@ -3,7 +3,8 @@
 Each GPU event moves its modelled bytes (analysis.roofline.kernel_work) at a constant rate
 over [ts, ts + dur); the rate of a time bucket is the bytes all events move inside it
 divided by its length, so overlapping kernels on several streams add up. This is an estimate
-of DRAM traffic (compulsory bytes: L2 hits make real traffic lower, re-reads higher), the
+of DRAM traffic (compulsory bytes, plus tiled GEMMs' per-wave re-reads, analysis.
+gemm_traffic: L2 hits make real traffic lower, other re-reads higher), the
 same quantity NVML GPM's DRAM_BW_UTIL measures in hardware, which the bandwidth page draws
 beside it when the run has telemetry.
 """

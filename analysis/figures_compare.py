@@ -5,6 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
+from analysis.figure_layout import LAYOUT
+
 BEFORE_COLOUR, AFTER_COLOUR = "#BAB0AC", "#4C78A8"
 
 
@@ -28,7 +30,6 @@ def class_bars(classes: pd.DataFrame, before_label: str, after_label: str) -> go
         xaxis={"title": "kernel class", "type": "category"},
         yaxis_title="ms per step",
         height=340,
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        legend={"orientation": "h"},
+        **LAYOUT,
     )
     return fig

@@ -6,13 +6,13 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from analysis.figure_layout import LAYOUT
 from analysis.roofline import Ceilings
 
 PRECISION_COLOURS = {
     "fp8": "#B279A2", "bf16": "#4C78A8", "fp16": "#72B7B2", "tf32": "#F58518",
     "fp32": "#E45756", "fp64": "#9D755D", "int8": "#54A24B", "": "#BAB0AC",
 }  # fmt: skip
-_LAYOUT = {"margin": {"l": 10, "r": 10, "t": 30, "b": 10}, "legend": {"orientation": "h"}}
 _HOVER = (
     "<b>%{customdata[0]}</b> (%{customdata[1]})<br>%{x:.3g} FLOP/byte · %{y:.3g} TFLOP/s"
     "<br>%{customdata[2]:.3f} ms · %{customdata[3]:.1f} % of ceiling · %{customdata[4]}"
@@ -62,7 +62,7 @@ def roofline_figure(rows: pd.DataFrame, roof_sets: list[Ceilings], height: int =
     fig.update_layout(
         xaxis={"type": "log", "title": "arithmetic intensity (FLOP/byte)"},
         yaxis={"type": "log", "title": "achieved TFLOP/s"},
-        height=height, **_LAYOUT,
+        height=height, **LAYOUT,
     )  # fmt: skip
     return fig
 
@@ -87,6 +87,6 @@ def bandwidth_figure(series: pd.DataFrame, gpm: pd.DataFrame | None = None) -> g
             )  # fmt: skip
     fig.update_layout(
         xaxis_title="seconds from the run's first GPU event", yaxis_title="% of HBM bandwidth",
-        height=340, **_LAYOUT,
+        height=340, **LAYOUT,
     )  # fmt: skip
     return fig

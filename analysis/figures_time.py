@@ -9,6 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from analysis.breakdown import IDLE_SPLIT
+from analysis.figure_layout import LAYOUT
 
 # Category -> (label, colour); idle is drawn as its three parts.
 CATEGORIES = {
@@ -21,11 +22,6 @@ CATEGORIES = {
     "idle_other": ("idle: other", "#BAB0AC"),
 }
 GROUP_COLOURS = {"compute": "#4C78A8", "comm": "#F58518", "memcpy": "#54A24B", "memset": "#B279A2"}
-_LAYOUT = {
-    "margin": {"l": 10, "r": 10, "t": 30, "b": 10},
-    # above the plot: below it, a short timeline's legend covers the time axis labels
-    "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
-}
 
 
 def _stacked(
@@ -43,7 +39,7 @@ def _stacked(
             hovertemplate="%{x}<br>" + label + f": %{{y:.{digits}f}} {unit}<extra></extra>",
         )
     fig.update_layout(
-        barmode="stack", yaxis_title=title, xaxis_type="category", height=height, **_LAYOUT
+        barmode="stack", yaxis_title=title, xaxis_type="category", height=height, **LAYOUT
     )
     return fig
 
@@ -81,7 +77,7 @@ def timeline_heatmap(
             hovertemplate="%{y}<br>%{x:.3f} ms<br>busy %{z:.0%}<br>%{text}<extra></extra>",
         )
     )
-    fig.update_layout(xaxis_title="ms", height=120 + 28 * len(labels), dragmode="select", **_LAYOUT)
+    fig.update_layout(xaxis_title="ms", height=120 + 28 * len(labels), dragmode="select", **LAYOUT)
     fig.update_yaxes(autorange="reversed")
     return fig
 
@@ -130,5 +126,5 @@ def timeline_kernels(seg: pd.DataFrame, labels: list[str]) -> go.Figure:
         ticktext=labels[::-1],
         range=[-0.5, len(labels) - 0.5],
     )
-    fig.update_layout(xaxis_title="ms", height=120 + 28 * len(labels), **_LAYOUT)
+    fig.update_layout(xaxis_title="ms", height=120 + 28 * len(labels), **LAYOUT)
     return fig

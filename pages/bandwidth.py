@@ -19,7 +19,8 @@ spec, work = inputs.spec, inputs.work
 peak = spec.hbm_bytes_per_s if spec else None
 st.caption(
     "Estimated from the bytes each kernel's op must move (shapes × dtypes) over its time: "
-    "compulsory traffic, so L2 hits make the real traffic lower and re-reads higher. "
+    "compulsory traffic, plus one operand re-read per wave for cuBLAS's tiled GEMMs. L2 hits "
+    "make the real traffic lower, other re-reads (persistent GEMM kernels) higher. "
     + (
         f"% of the {spec.name} datasheet's {spec.hbm_gb_per_s:,.0f} GB/s."
         if spec
