@@ -34,10 +34,9 @@ from typing import Any
 import pandas as pd
 
 from analysis.kernel_classes import KERNEL_CLASSES, classify
-from analysis.report import _records, _resolve, report_json
+from analysis.report import _records, _resolve, cli_output, report_json
 from analysis.rules_catalog import NEEDS_SHAPES
 from data import reads_timeline
-from data.errors import DashError, error_line
 from data.store import DEFAULT_DATA_DIR, Store
 
 # (key, label, better direction); the report's overall metrics in reading order.
@@ -357,21 +356,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("-o", "--output", type=Path, help="output file (default: standard output)")
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR, help="store folder")
     args = ap.parse_args(argv)
-    try:
+
+    def produce() -> str:
         before, after = _resolve(args.before, args.data), _resolve(args.after, args.data)
         c = compare_runs(Store(args.data), before, after)
         if args.format == "json":
-            text = json.dumps(c.to_json(), indent=1, ensure_ascii=False) + "\n"
-        else:
-            text = to_markdown(c)
-        if args.output:
-            args.output.write_text(text)
-        else:
-            sys.stdout.write(text)
-    except (DashError, OSError) as e:
-        print(error_line(e), file=sys.stderr)
-        return 2
-    return 0
+            return json.dumps(c.to_json(), indent=1, ensure_ascii=False) + "\n"
+        return to_markdown(c)
+
+    return cli_output(produce, args.output)
 
 
 if __name__ == "__main__":

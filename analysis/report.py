@@ -26,7 +26,7 @@ import json
 import math
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -240,14 +240,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR, help="store folder")
     args = ap.parse_args(argv)
-    try:
+
+    def produce() -> str | bytes:
         run_id = _resolve(args.run, args.data)
         store = Store(args.data)
         charts = None if args.format == "json" else report_charts(store, run_id)
-        out = export(report_json(store, run_id), charts, args.format)
+        return export(report_json(store, run_id), charts, args.format)
+
+    return cli_output(produce, args.output)
+
+
+def cli_output(produce: Callable[[], str | bytes], output: Path | None) -> int:
+    """A CLI's exit status: what `produce` returns goes to `output` (else standard output,
+    bytes as they are); a DashError or OSError becomes one line on stderr and status 2."""
+    try:
+        out = produce()
         data = out.encode() if isinstance(out, str) else out
-        if args.output:
-            args.output.write_bytes(data)
+        if output:
+            output.write_bytes(data)
         else:
             sys.stdout.buffer.write(data)
             sys.stdout.flush()
