@@ -18,7 +18,7 @@ import pandas as pd
 from analysis import breakdown as bd
 from analysis import roofline
 from analysis.gemm_shapes import weight_gemms
-from analysis.gemm_traffic import run_rereads
+from analysis.gemm_traffic import run_kernel_work
 from analysis.overview import step_times
 from analysis.specs import DeviceSpec, match_spec
 from data import reads, reads_recommend, reads_roofline, reads_telemetry, reads_timeline
@@ -177,9 +177,7 @@ def gather(store: Store, run_id: str) -> Facts:
         steps=steps,
         events=events,
         per_step=bd.breakdown(events, steps),
-        all_work=roofline.kernel_work(
-            reads_roofline.gpu_events(store, run_id), ops, run_rereads(store, run_id, ops, spec)
-        ),
+        all_work=run_kernel_work(store, run_id, ops, spec),
         ops=ops,
     )
 

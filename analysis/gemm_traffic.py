@@ -23,11 +23,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Hashable
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from analysis.roofline import kernel_work
 from analysis.specs import DeviceSpec
 from analysis.work import BYTES_PER_ELEMENT, dims, json_list
 from data import reads_roofline
@@ -59,7 +59,6 @@ def ctas_per_sm(
     return max(1, min(limits))
 
 
-@lru_cache(maxsize=1024)
 def panel_reads(gx: int, gy: int, gz: int, wave: int) -> tuple[int, int]:
     """(x panels, y panels) read over all waves of a gx × gy × gz grid run x fastest, `wave`
     CTAs at a time: a panel of one batch (z) counts once per wave that touches it."""
@@ -72,6 +71,15 @@ def panel_reads(gx: int, gy: int, gz: int, wave: int) -> tuple[int, int]:
             lo, hi = max(start, z * per_batch), min(end, (z + 1) * per_batch)
             x_reads += min(gx, hi - lo)  # consecutive ids: all distinct until a full row
     return x_reads, y_reads
+
+
+def run_kernel_work(
+    store: Store, run_id: str, ops: pd.DataFrame, spec: DeviceSpec | None
+) -> pd.DataFrame:
+    """analysis.roofline.kernel_work of a run (ops: its launching ops), tiled GEMMs'
+    re-reads included when the spec gives the L2 size."""
+    events = reads_roofline.gpu_events(store, run_id)
+    return kernel_work(events, ops, run_rereads(store, run_id, ops, spec))
 
 
 def run_rereads(

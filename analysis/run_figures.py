@@ -16,7 +16,7 @@ from analysis import bandwidth as bw
 from analysis import roofline as rf
 from analysis import timeline as tl
 from analysis.figures_time import timeline_heatmap, timeline_kernels
-from analysis.gemm_traffic import run_rereads
+from analysis.gemm_traffic import run_kernel_work
 from analysis.specs import DeviceSpec, match_spec
 from data import reads_roofline, reads_telemetry, reads_timeline
 from data.store import Store
@@ -41,8 +41,7 @@ def roofline_inputs(store: Store, run_id: str, spec_name: str | None = None) -> 
     measured = rf.measured_ceilings(reads_roofline.ceilings(store, device))
     sheet = rf.datasheet_ceilings(spec) if spec else None
     ops = reads_roofline.launching_ops(store, run_id)
-    rereads = run_rereads(store, run_id, ops, spec)
-    work = rf.kernel_work(reads_roofline.gpu_events(store, run_id), ops, rereads)
+    work = run_kernel_work(store, run_id, ops, spec)
     roof_sets = [r for r in (sheet, measured) if r is not None]
     return RooflineInputs(spec, matched, measured, roof_sets, work)
 

@@ -17,8 +17,7 @@ import pytest
 from conftest import fixture, requires_fixtures
 from ncu_csv import ncu_kernels
 
-from analysis.gemm_traffic import run_rereads
-from analysis.roofline import kernel_work
+from analysis.gemm_traffic import run_kernel_work
 from analysis.specs import match_spec
 from collectors.ingest import ingest
 from data import reads_roofline
@@ -45,8 +44,7 @@ def compared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[pd.DataFrame]
     run_id = ingest([fixture("h200/microops.pt.trace.json.gz")], data_dir=data)
     s = Store(data)
     ops = reads_roofline.launching_ops(s, run_id)
-    rereads = run_rereads(s, run_id, ops, match_spec("NVIDIA H200"))
-    work = kernel_work(reads_roofline.gpu_events(s, run_id), ops, rereads)
+    work = run_kernel_work(s, run_id, ops, match_spec("NVIDIA H200"))
     work = work[work["kind"] == "kernel"].merge(
         ops[["rank", "external_id", "input_dims", "input_types"]],
         left_on=["rank", "op_external_id"], right_on=["rank", "external_id"],
