@@ -4,6 +4,8 @@ steps. Each measures GPU idle time that the host caused, from the trace's own ti
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pandas as pd
 
@@ -13,21 +15,25 @@ from analysis.recommend import Finding, rule
 from analysis.rules_catalog import CATALOG
 from data.reads_recommend import graph_launched
 
+_Span = tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
-def _gpu_islands(facts: Facts, rank: int) -> tuple[np.ndarray, np.ndarray]:
-    ev = facts.events[facts.events["rank"] == rank]
-    s, e, _ = islands(ev["ts_ns"].to_numpy(np.int64), ev["dur_ns"].to_numpy(np.int64))
-    return s, e
+
+def _per_rank(facts: Facts, rows: pd.DataFrame) -> Iterator[_Span]:
+    """For each rank of `rows` (rank, ts_ns, dur_ns): rank, the rows' positions, the GPU's
+    busy islands on that rank (starts, ends), and the rows' starts and ends."""
+    t0 = rows["ts_ns"].to_numpy(np.int64)
+    t1 = t0 + rows["dur_ns"].to_numpy(np.int64)
+    for rank, positions in rows.groupby("rank").indices.items():
+        r, idx = int(str(rank)), np.asarray(positions, dtype=np.int64)
+        ev = facts.events[facts.events["rank"] == r]
+        s, e, _ = islands(ev["ts_ns"].to_numpy(np.int64), ev["dur_ns"].to_numpy(np.int64))
+        yield r, idx, s, e, t0[idx], t1[idx]
 
 
 def idle_within(facts: Facts, rows: pd.DataFrame) -> np.ndarray:
     """For each row (rank, ts_ns, dur_ns): GPU idle time inside [ts, ts + dur)."""
     out = np.zeros(len(rows), dtype=np.int64)
-    for rank, idx in rows.groupby("rank").indices.items():
-        s, e = _gpu_islands(facts, int(str(rank)))
-        r = rows.iloc[idx]
-        a = r["ts_ns"].to_numpy(np.int64)
-        b = a + r["dur_ns"].to_numpy(np.int64)
+    for _, idx, s, e, a, b in _per_rank(facts, rows):
         out[idx] = (b - a) - (covered_before(s, e, b) - covered_before(s, e, a))
     return out
 
@@ -44,11 +50,7 @@ def host_sync(facts: Facts) -> Finding | None:
     # A sync that waited (the GPU was busy when it began) drains the queue: the GPU then
     # idles until the host launches again. A sync that found the GPU idle cost nothing.
     bubble = np.zeros(len(syncs), dtype=np.int64)
-    for rank, idx in syncs.groupby("rank").indices.items():
-        s, e = _gpu_islands(facts, int(str(rank)))
-        r = syncs.iloc[idx]
-        t0 = r["ts_ns"].to_numpy(np.int64)
-        t1 = t0 + r["dur_ns"].to_numpy(np.int64)
+    for rank, idx, s, e, t0, t1 in _per_rank(facts, syncs):
         busy_at_start = covered_before(s, e, t0 + 1) - covered_before(s, e, t0) > 0
         nxt = np.searchsorted(s, t1, side="left")
         next_start = np.where(nxt < len(s), s[np.minimum(nxt, len(s) - 1)], t1)
