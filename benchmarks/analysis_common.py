@@ -6,6 +6,7 @@ Imported by benchmarks/bench_breakdown.py and bench_roofline.py (run from the re
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import sys
@@ -24,10 +25,13 @@ from data.store import Store  # noqa: E402
 BIG = ROOT / "benchmarks" / "out" / "big_trace.json"
 
 
-def big_run(data: Path | None, prefix: str) -> tuple[Store, Path, Any]:
-    """The store holding the 1.3 M-event run (ingested into a temp store unless `data` has it),
-    its folder, and the run's `runs` row."""
-    data = data or Path(tempfile.mkdtemp(prefix=prefix))
+def big_run(prefix: str) -> tuple[Store, Path, Any]:
+    """The store holding the 1.3 M-event run, its folder, and the run's `runs` row. The
+    command line's `--data DIR` names a store that holds it; else it is ingested into a
+    temporary store."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", type=Path, help="a store holding the big run")
+    data = ap.parse_args().data or Path(tempfile.mkdtemp(prefix=prefix))
     s = Store(data)
     if s.runs().empty:
         ingest([BIG], data_dir=data, name="big")

@@ -10,9 +10,7 @@ after one warm-up (pages: median of 3 after one, AppTest, one page run). Usage:
 
 from __future__ import annotations
 
-import argparse
 import json
-from pathlib import Path
 
 from analysis_common import ROOT, big_run, page_seconds, timed
 
@@ -28,10 +26,7 @@ FLOOR_PAGE_S = 2.0
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--data", type=Path)
-    args = ap.parse_args()
-    s, data, run = big_run(args.data, "bench-breakdown-")
+    s, data, run = big_run("bench-breakdown-")
     run_id = str(run["run_id"])
     events = reads_timeline.gpu_work(s, run_id)
     steps = reads.steps(s, run_id)

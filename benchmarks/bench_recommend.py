@@ -7,10 +7,8 @@ without it the run is built from benchmarks/out/big_trace.json into a temporary 
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
-from pathlib import Path
 
 from analysis_common import ROOT, big_run, page_seconds, timed
 
@@ -21,10 +19,7 @@ OUT = ROOT / "benchmarks" / "out" / "recommend.json"
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--data", type=Path)
-    args = ap.parse_args()
-    s, data, run = big_run(args.data, "bench-recommend-")
+    s, data, run = big_run("bench-recommend-")
     run_id = str(run["run_id"])
     _load_rules()
     rows: dict[str, float] = {"gather (reads + kernel work)": timed(lambda: gather(s, run_id))}

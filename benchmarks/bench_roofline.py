@@ -10,9 +10,7 @@ after one warm-up (pages: median of 3 after one). Usage:
 
 from __future__ import annotations
 
-import argparse
 import json
-from pathlib import Path
 
 from analysis_common import ROOT, big_run, page_seconds, timed
 
@@ -24,10 +22,7 @@ OUT = ROOT / "benchmarks" / "out" / "roofline.json"
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--data", type=Path)
-    args = ap.parse_args()
-    s, data, run = big_run(args.data, "bench-roofline-")
+    s, data, run = big_run("bench-roofline-")
     run_id = str(run["run_id"])
     spec = match_spec(run["device_name"])
     events = reads_roofline.gpu_events(s, run_id)
