@@ -60,7 +60,8 @@ def gpu_metrics(row: pd.Series, inv: pd.Series) -> None:
         help=None if pd.isna(limit) else f"limit {limit / 1e3:.0f} W",
     )
     reasons = ", ".join(r for r in clock_reasons(row["clocks_event_reasons"]) if r != "idle")
-    m[4].metric("SM clock", f"{row['sm_clock_mhz']} MHz", help=reasons or "not throttled")
+    # the unit in the label: in six columns "1980 MHz" is cut to "1980 M…"
+    m[4].metric("SM clock MHz", f"{row['sm_clock_mhz']}", help=reasons or "not throttled")
     total = inv["mem_total_bytes"]
     m[5].metric(
         "Memory used",

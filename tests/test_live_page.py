@@ -62,7 +62,7 @@ def test_live_page_labels_replayed_data_and_flags_the_trap(store_dir: Path) -> N
     assert headers == ["**node-a:0** · replay of gpt_train_bf16.nvml.csv · _replayed_",
                        "**node-b:0** · NVIDIA H200 · _replayed_"]  # fmt: skip
     metrics = {m.label for m in at.metric}
-    assert {"SM activity", "HBM bandwidth", "Tensor cores", "Power", "SM clock"} <= metrics
+    assert {"SM activity", "HBM bandwidth", "Tensor cores", "Power", "SM clock MHz"} <= metrics
     assert "0 %" in [m.value for m in at.metric if m.label == "SM activity"]  # node-b
     charts = at.get("plotly_chart")
     assert charts
