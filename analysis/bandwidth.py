@@ -93,3 +93,24 @@ def kernel_bandwidth(
         "gbps": gbps,
         "util_pct": 100 * gbps * 1e9 / bandwidth_bytes_per_s if bandwidth_bytes_per_s else np.nan,
     })  # fmt: skip
+
+
+def bandwidth_frames(
+    work: pd.DataFrame,
+    samples: pd.DataFrame,
+    time_bases: pd.DataFrame,
+    peak_bytes_per_s: float | None,
+    buckets: int,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(estimated series, GPM samples), both with `t_s` from the run's first GPU event, for
+    analysis.figures.bandwidth.bandwidth_figure. `samples` are the run's NVML samples
+    (analysis.load.RunTelemetry.samples), `time_bases` its ranks' base_time_ns; the samples
+    returned are those with DRAM_BW_UTIL, none when the run has no Unix time base."""
+    series = bandwidth_series(work, peak_bytes_per_s, buckets)
+    origin = int(work["ts_ns"].min())
+    series["t_s"] = (series["ts_ns"] - origin) / 1e9
+    bases = time_bases["base_time_ns"].dropna()
+    if samples.empty or not len(bases):
+        return series, samples.iloc[0:0]
+    gpm = samples[samples["gpm_dram_bw_util_pct"].notna()]
+    return series, gpm.assign(t_s=(gpm["ts_ns"] - (int(bases.iloc[0]) + origin)) / 1e9)

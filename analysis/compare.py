@@ -1,8 +1,9 @@
 """Compare two runs: `python -m analysis.compare BEFORE AFTER [--format json|md] [--data DIR]`.
 
 BEFORE and AFTER are run ids, run names (the latest run of that name) or trace paths, resolved
-as analysis.report resolves them. `compare` is pure: two reports (analysis.report.report_json)
-and their GPU time per kernel class (`class_time`) in, a `Comparison` out.
+as `python -m analysis.report` resolves them. `compare` is pure: two reports
+(analysis.report.document.report_json) and their GPU time per kernel class (`class_time`)
+in, a `Comparison` out.
 
 - **Metric deltas**: the report's overall metrics, plus kernels and kernel time per step
   (totals are not comparable when the runs profiled different numbers of steps) and the share
@@ -33,32 +34,15 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.facts import gather
 from analysis.kernel_classes import KERNEL_CLASSES, classify
-from analysis.report import _records, _resolve, cli_output, report_json
-from analysis.rules_catalog import NEEDS_SHAPES
-from data import reads_timeline
-from data.store import DEFAULT_DATA_DIR, Store
+from analysis.load import DEFAULT_DATA_DIR, Store, open_store
+from analysis.metrics import COMPARE_METRICS
+from analysis.metrics import METRICS as LABELS
+from analysis.report.__main__ import _resolve, cli_output
+from analysis.report.document import records, report_json
+from analysis.rules.catalog import NEEDS_SHAPES
 
-# (key, label, better direction); the report's overall metrics in reading order.
-METRICS: tuple[tuple[str, str, str], ...] = (
-    ("step_time_ms", "time per step (ms)", "lower"),
-    ("gpu_busy_pct", "GPU busy (%)", "higher"),
-    ("idle_pct", "idle (%)", "lower"),
-    ("host_wait_pct", "idle: host wait (%)", "lower"),
-    ("kernel_wait_pct", "idle: kernel wait (%)", "lower"),
-    ("idle_other_pct", "idle: other (%)", "lower"),
-    ("compute_pct", "compute (%)", "higher"),
-    ("comm_pct", "comm, exposed (%)", "lower"),
-    ("comm_overlap_pct", "comm overlapped (%)", "higher"),
-    ("memcpy_pct", "memcpy (%)", "lower"),
-    ("memset_pct", "memset (%)", "lower"),
-    ("kernels_per_step", "kernels per step", "lower"),
-    ("kernel_ms_per_step", "kernel time per step (ms)", "lower"),
-    ("achieved_tflops", "achieved TFLOP/s", "higher"),
-    ("mfu_pct", "MFU (%)", "higher"),
-    ("hbm_bw_util_pct", "HBM bandwidth (%)", "higher"),
-    ("modelled_time_pct", "GPU time with a work model (%)", ""),
-)
 # Modelled FLOPs and bytes: comparable only when both runs model about the same share of time
 # (kernels replayed by a CUDA graph have no op shapes, so decode_b1_cudagraph models 0.2 %).
 WORK_METRICS = ("achieved_tflops", "mfu_pct", "hbm_bw_util_pct")
@@ -114,10 +98,10 @@ class Comparison:
             "before": self.before,
             "after": self.after,
             "verdict": self.verdict,
-            "metrics": _records(self.metrics),
-            "kernel_classes": _records(self.classes),
+            "metrics": records(self.metrics),
+            "kernel_classes": records(self.classes),
             "recommendations": {
-                s: _records(recs[recs["status"] == s].drop(columns="status")) for s in REC_STATUSES
+                s: records(recs[recs["status"] == s].drop(columns="status")) for s in REC_STATUSES
             },
         }
 
@@ -129,7 +113,7 @@ def step_windows(report: dict[str, Any]) -> int:
 
 def class_time(events: pd.DataFrame, windows: int) -> pd.DataFrame:
     """GPU time per kernel class and step window: kernel_class, ms_per_step (classes with
-    time only, in KERNEL_CLASSES order). `events`: data.reads_timeline.gpu_work (name,
+    time only, in KERNEL_CLASSES order). `events`: data.reads.gpu_events (name,
     dur_ns at least), all of the run's GPU activity; `windows`: `step_windows(report)`."""
     if events.empty or windows == 0:
         return pd.DataFrame({"kernel_class": pd.Series(dtype=object), "ms_per_step": []})
@@ -172,12 +156,13 @@ def _change(key: str, before: float, after: float, better: str) -> str:
 
 
 def metric_deltas(before: dict[str, Any], after: dict[str, Any]) -> pd.DataFrame:
-    """One row per METRICS entry, from two reports (METRIC_COLUMNS)."""
+    """One row per COMPARE_METRICS entry, from two reports (METRIC_COLUMNS)."""
     b, a = _overall(before), _overall(after)
     mb, ma = b["modelled_time_pct"], a["modelled_time_pct"]
     work_comparable = mb is not None and ma is not None and abs(mb - ma) <= MODELLED_GAP_PCT_POINTS
     rows = []
-    for key, label, better in METRICS:
+    for key in COMPARE_METRICS:
+        label, better = LABELS[key].label, LABELS[key].better
         vb, va = b.get(key), a.get(key)
         if vb is None or va is None:
             rows.append([key, label, vb, va, None, None, better, "n/a"])
@@ -296,10 +281,10 @@ def compare(
 
 
 def run_side(store: Store, run_id: str) -> tuple[dict[str, Any], pd.DataFrame]:
-    """One run's report and its `class_time`, read from the store."""
-    report = report_json(store, run_id)
-    events = reads_timeline.gpu_work(store, run_id)
-    return report, class_time(events, step_windows(report))
+    """One run's report and its `class_time`, from one read of the run."""
+    facts = gather(store, run_id)
+    report = report_json(facts)
+    return report, class_time(facts.events, step_windows(report))
 
 
 def compare_runs(store: Store, before_id: str, after_id: str) -> Comparison:
@@ -359,7 +344,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def produce() -> str:
         before, after = _resolve(args.before, args.data), _resolve(args.after, args.data)
-        c = compare_runs(Store(args.data), before, after)
+        c = compare_runs(open_store(args.data), before, after)
         if args.format == "json":
             return json.dumps(c.to_json(), indent=1, ensure_ascii=False) + "\n"
         return to_markdown(c)

@@ -15,15 +15,10 @@ import math
 import numpy as np
 import pandas as pd
 
-from analysis.work import BYTES_PER_ELEMENT, dims, json_list
+from analysis.model.dtypes import BYTES_PER_ELEMENT
+from analysis.model.gemm import GEMM_OPERANDS, WEIGHT_GEMM_OPS
+from analysis.work.args import dims, types
 
-# Op name -> (index of x, index of W, W stored as N×K (linear) rather than K×N)
-WEIGHT_GEMMS = {
-    "aten::mm": (0, 1, False),
-    "aten::addmm": (1, 2, False),
-    "aten::linear": (0, 1, True),
-    "aten::matmul": (0, 1, False),
-}
 GEMM_SHAPE_COLUMNS = [
     "rank", "step", "name", "op_name", "op_external_id", "dur_ns", "flops", "bytes",
     "precision", "tokens", "k", "n", "weight_bytes", "weight_type",
@@ -43,7 +38,7 @@ def weight_gemms(kernels: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
     element size), weight_type (as recorded, e.g. c10::BFloat16). Kernels of ops without
     shapes or with a batched right operand (attention's activation × activation) are left out.
     """
-    k = kernels[kernels["op_name"].isin(list(WEIGHT_GEMMS))]
+    k = kernels[kernels["op_name"].isin(WEIGHT_GEMM_OPS)]
     o = ops[["rank", "external_id", "input_dims", "input_types"]].drop_duplicates(
         ["rank", "external_id"]
     )
@@ -63,7 +58,8 @@ def weight_gemms(kernels: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
 
 
 def _shape(op: str, dims_text: object, types_text: object) -> tuple[object, ...]:
-    ix, iw, transposed = WEIGHT_GEMMS[op]
+    o = GEMM_OPERANDS[op]
+    ix, iw, transposed = o.a, o.b, o.weight_nk
     shapes, dtypes = dims(dims_text), types(types_text)
     if len(shapes) <= max(ix, iw):
         return (None,) * 5
@@ -74,11 +70,6 @@ def _shape(op: str, dims_text: object, types_text: object) -> tuple[object, ...]
     wtype = dtypes[iw] if iw < len(dtypes) else ""
     size = BYTES_PER_ELEMENT.get(wtype, 4)
     return math.prod(x[:-1]), kdim, n, float(kdim * n * size), wtype
-
-
-def types(text: object) -> list[str]:
-    """`Input type` JSON text as a list of type names ([] when missing)."""
-    return [str(t) for t in json_list(text)]
 
 
 def time_weighted_median(values: pd.Series, weights: pd.Series) -> float:

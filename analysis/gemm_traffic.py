@@ -23,23 +23,17 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Hashable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
-from analysis.roofline import kernel_work
+from analysis.model.dtypes import BYTES_PER_ELEMENT
+from analysis.model.gemm import GEMM_OPERANDS, TILED_GEMM_OPS
 from analysis.specs import DeviceSpec
-from analysis.work import BYTES_PER_ELEMENT, dims, json_list
-from data import reads_roofline
-
-if TYPE_CHECKING:
-    from data.store import Store
+from analysis.work.args import dims, json_list
 
 TILED_KERNEL = re.compile(r"^sm\d+_xmma_gemm_\w*?_tilesize(\d+)x(\d+)x\d+_")
 REREAD_COLUMNS = ["rank", "external_id", "reread_bytes"]
-# Op -> (index of A, index of B); bmm-style ops carry a leading batch dimension.
-_GEMM_INPUTS = {"aten::mm": (0, 1), "aten::addmm": (1, 2), "aten::bmm": (0, 1),
-                "aten::baddbmm": (1, 2)}  # fmt: skip
 _REG_ALLOC_PER_WARP = 256  # registers are allocated per warp in units of 256 (sm_80, sm_90)
 _SMEM_RESERVED_PER_CTA = 1024  # the driver's shared memory per CTA (sm_80 and later)
 
@@ -73,22 +67,13 @@ def panel_reads(gx: int, gy: int, gz: int, wave: int) -> tuple[int, int]:
     return x_reads, y_reads
 
 
-def run_kernel_work(
-    store: Store, run_id: str, ops: pd.DataFrame, spec: DeviceSpec | None
-) -> pd.DataFrame:
-    """analysis.roofline.kernel_work of a run (ops: its launching ops), tiled GEMMs'
-    re-reads included when the spec gives the L2 size."""
-    events = reads_roofline.gpu_events(store, run_id)
-    return kernel_work(events, ops, run_rereads(store, run_id, ops, spec))
-
-
 def run_rereads(
-    store: Store, run_id: str, ops: pd.DataFrame, spec: DeviceSpec | None
+    launches: pd.DataFrame, ops: pd.DataFrame, spec: DeviceSpec | None
 ) -> pd.DataFrame | None:
-    """reread_bytes for a run; None when its device's L2 size is unknown (no spec)."""
+    """reread_bytes of a run's tiled GEMM launches; None when its device's L2 size is
+    unknown (no spec)."""
     if spec is None or spec.l2_mb is None:
         return None
-    launches = reads_roofline.tiled_gemm_launches(store, run_id)
     return reread_bytes(launches, ops, spec.l2_mb * 2**20)
 
 
@@ -123,9 +108,9 @@ def _launch_reread(r: dict[Hashable, Any], l2_bytes: float) -> float:
     """Re-read bytes of one launch (0 when the model does not apply)."""
     op = str(r["op_name"])
     tile = TILED_KERNEL.match(str(r["name"]))
-    if tile is None or op not in _GEMM_INPUTS:
+    if tile is None or op not in TILED_GEMM_OPS:
         return 0.0
-    ia, ib = _GEMM_INPUTS[op]
+    ia, ib = GEMM_OPERANDS[op].a, GEMM_OPERANDS[op].b
     shapes, types = dims(r["input_dims"]), json_list(r["input_types"])
     batched = op.endswith("bmm")
     if len(shapes) <= ib or len(shapes[ia]) != 2 + batched or len(shapes[ib]) != 2 + batched:

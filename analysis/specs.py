@@ -16,6 +16,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from analysis.model.links import NVLINK3, NVLINK4, NVLINK5, PCIE4_X16, PCIE5_X16, Link
+
 PRECISIONS = ("fp64", "fp64_tc", "fp32", "tf32", "bf16", "fp16", "fp8", "int8")
 
 
@@ -32,6 +34,7 @@ class DeviceSpec:
     l2_mb: float | None
     sm_count: int | None
     source: str
+    link: Link | None = None  # GPU-to-GPU link (NVLink on SXM parts, else PCIe)
     confidence: str = "high"  # high: vendor datasheet; low: third-party or derived
     notes: str = field(default="")
 
@@ -77,68 +80,68 @@ _H100 = "NVIDIA H100 datasheet https://www.nvidia.com/en-us/data-center/h100/ + 
 SPECS: tuple[DeviceSpec, ...] = (
     DeviceSpec(
         "H200 SXM 141GB", r"h200", *_tc(34, 67, 67, 494.7, 989.4, 1978.9, 1978.9),
-        hbm_gb_per_s=4800, memory_gb=141, l2_mb=60, sm_count=132,
+        link=NVLINK4, hbm_gb_per_s=4800, memory_gb=141, l2_mb=60, sm_count=132,
         source="https://www.nvidia.com/en-us/data-center/h200/ (compute as H100 SXM)",
         notes="L2 60 MiB as the runtime reports it (62,914,560 bytes)",
     ),
     DeviceSpec(
         "H100 PCIe 80GB", r"h100.*pcie", *_tc(26, 51, 51, 378, 756, 1513, 1513),
-        hbm_gb_per_s=2000, memory_gb=80, l2_mb=50, sm_count=114, source=_H100,
+        link=PCIE5_X16, hbm_gb_per_s=2000, memory_gb=80, l2_mb=50, sm_count=114, source=_H100,
     ),
     DeviceSpec(
         "H100 SXM5 80GB", r"h100", *_tc(34, 67, 67, 494.7, 989.4, 1978.9, 1978.9),
-        hbm_gb_per_s=3350, memory_gb=80, l2_mb=50, sm_count=132, source=_H100,
+        link=NVLINK4, hbm_gb_per_s=3350, memory_gb=80, l2_mb=50, sm_count=132, source=_H100,
     ),
     DeviceSpec(
         "A100 80GB PCIe", r"a100.*(80gb.*pcie|pcie.*80gb)",
         *_tc(9.7, 19.5, 19.5, 156, 312, None, 624),
-        hbm_gb_per_s=1935, memory_gb=80, l2_mb=40, sm_count=108, source=_A100,
+        link=PCIE4_X16, hbm_gb_per_s=1935, memory_gb=80, l2_mb=40, sm_count=108, source=_A100,
     ),
     DeviceSpec(
         "A100 40GB PCIe", r"a100.*pcie", *_tc(9.7, 19.5, 19.5, 156, 312, None, 624),
-        hbm_gb_per_s=1555, memory_gb=40, l2_mb=40, sm_count=108, source=_A100,
+        link=PCIE4_X16, hbm_gb_per_s=1555, memory_gb=40, l2_mb=40, sm_count=108, source=_A100,
     ),
     DeviceSpec(
         "A100 80GB SXM4", r"a100.*80", *_tc(9.7, 19.5, 19.5, 156, 312, None, 624),
-        hbm_gb_per_s=2039, memory_gb=80, l2_mb=40, sm_count=108, source=_A100,
+        link=NVLINK3, hbm_gb_per_s=2039, memory_gb=80, l2_mb=40, sm_count=108, source=_A100,
     ),
     DeviceSpec(
         "A100 40GB SXM4", r"a100", *_tc(9.7, 19.5, 19.5, 156, 312, None, 624),
-        hbm_gb_per_s=1555, memory_gb=40, l2_mb=40, sm_count=108, source=_A100,
+        link=NVLINK3, hbm_gb_per_s=1555, memory_gb=40, l2_mb=40, sm_count=108, source=_A100,
     ),
     DeviceSpec(
         "B200 (HGX, per GPU)", r"b200", *_tc(37, 37, 75, 1100, 2250, 4500, 4500),
-        hbm_gb_per_s=7700, memory_gb=180, l2_mb=None, sm_count=148,
+        link=NVLINK5, hbm_gb_per_s=7700, memory_gb=180, l2_mb=None, sm_count=148,
         source="NVIDIA HGX page https://www.nvidia.com/en-us/data-center/hgx/ (later revision)",
         confidence="medium",
         notes="earlier revision: 40 TF FP64, 8 TB/s, 192 GB; SM count [3p]; L2 not published",
     ),
     DeviceSpec(
         "L40S", r"l40s", *_tc(1.43, None, 91.6, 183, 362, 733, 733),
-        hbm_gb_per_s=864, memory_gb=48, l2_mb=None, sm_count=142,
+        link=PCIE4_X16, hbm_gb_per_s=864, memory_gb=48, l2_mb=None, sm_count=142,
         source="https://www.nvidia.com/en-us/data-center/l40s/",
         notes="FP64 derived (1/64 of FP32); L2 unverified",
     ),
     DeviceSpec(
         "L4", r"\bl4\b", *_tc(0.49, None, 30.3, 60, 121, 242.5, 242.5),
-        hbm_gb_per_s=300, memory_gb=24, l2_mb=48, sm_count=58,
+        link=PCIE4_X16, hbm_gb_per_s=300, memory_gb=24, l2_mb=48, sm_count=58,
         source="https://www.nvidia.com/en-us/data-center/l4/",
         notes="FP64 derived (1/64 of FP32); L2 and SM count [3p]",
     ),
     DeviceSpec(
         "A10G (AWS G5)", r"a10g", *_tc(None, None, 35, 35, 70, None, 140),
-        hbm_gb_per_s=600, memory_gb=24, l2_mb=6, sm_count=None,
+        link=PCIE4_X16, hbm_gb_per_s=600, memory_gb=24, l2_mb=6, sm_count=None,
         source="AWS G5 documentation and Baseten 'A10 vs A10G' [3p]; no NVIDIA datasheet",
         confidence="low", notes="calibrate this card: its figures are third-party",
     ),
     DeviceSpec(
         "A10", r"\ba10\b", *_tc(0.98, None, 31.2, 62.5, 125, None, 250),
-        hbm_gb_per_s=600, memory_gb=24, l2_mb=6, sm_count=72,
+        link=PCIE4_X16, hbm_gb_per_s=600, memory_gb=24, l2_mb=6, sm_count=72,
         source="https://www.nvidia.com/en-us/data-center/products/a10-gpu/",
     ),
     DeviceSpec(
         "GeForce RTX 4090", r"4090", *_tc(1.29, None, 82.6, 82.6, 165.2, 330.3, 660.6),
-        hbm_gb_per_s=1008, memory_gb=24, l2_mb=72, sm_count=128,
+        link=PCIE4_X16, hbm_gb_per_s=1008, memory_gb=24, l2_mb=72, sm_count=128,
         source="NVIDIA Ada Lovelace architecture whitepaper, appendix A",
         notes="bf16/fp16/fp8 with FP32 accumulate (half the FP16-accumulate rate)",
     ),

@@ -21,7 +21,6 @@ MAX_SPEC_BYTES = 10_000_000
 MAX_BUCKETS = 2_000  # about one per horizontal pixel of a wide chart
 NAME_CHARS = 60
 SHAPES_CHARS = 100
-HOVER = ("name", "op", "shapes", "dur_us", "grid", "block", "occupancy")
 
 
 def lane_table(lanes: pd.DataFrame) -> pd.DataFrame:

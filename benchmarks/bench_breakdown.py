@@ -16,8 +16,10 @@ from analysis_common import ROOT, big_run, page_seconds, timed
 
 from analysis import breakdown as bd
 from analysis import timeline as tl
-from analysis.figures_time import timeline_heatmap, timeline_kernels
-from analysis.report import build_report, report_json
+from analysis.facts import SHAPED_OPS, Facts, gather
+from analysis.figures.timeline import timeline_heatmap, timeline_kernels
+from analysis.load import load_evidence
+from analysis.report.document import report_json
 from data import reads, reads_timeline
 
 OUT = ROOT / "benchmarks" / "out" / "breakdown.json"
@@ -28,7 +30,7 @@ FLOOR_PAGE_S = 2.0
 def main() -> None:
     s, data, run = big_run("bench-breakdown-")
     run_id = str(run["run_id"])
-    events = reads_timeline.gpu_work(s, run_id)
+    events = reads.gpu_events(s, run_id)
     steps = reads.steps(s, run_id)
     marks = reads_timeline.step_marks(s, run_id)
     per_step = bd.breakdown(events, steps)
@@ -40,11 +42,12 @@ def main() -> None:
     buckets = reads_timeline.buckets(s, run_id, t0, t1, size)
     window = reads_timeline.window_events(s, run_id, t0, t1, tl.MAX_SHAPES)
     seg = tl.segments(window, lt, t0)
+    evidence = load_evidence(s, run_id, SHAPED_OPS)
 
     rows: dict[str, tuple[str, float]] = {
-        "read gpu_work (all GPU activities)": (
+        "read gpu_events (all GPU activities)": (
             "read",
-            timed(lambda: reads_timeline.gpu_work(s, run_id)),
+            timed(lambda: reads.gpu_events(s, run_id)),
         ),
         "read steps + step marks": (
             "read",
@@ -81,13 +84,13 @@ def main() -> None:
                 ).to_json()
             ),
         ),
-        "report JSON: build_report (time side)": (
+        "report JSON from loaded frames (breakdown, work, rules)": (
             "analysis",
-            timed(lambda: build_report(dict(run), steps, events)),
+            timed(lambda: report_json(Facts.of(evidence)), n=3),
         ),
-        "report JSON: everything (reads + both sides)": (
+        "report JSON: everything (reads + analyses)": (
             "end to end",
-            timed(lambda: report_json(s, run_id), n=3),
+            timed(lambda: report_json(gather(s, run_id)), n=3),
         ),
     }
     # The widest window from the start that still draws every activity (at most MAX_SHAPES).

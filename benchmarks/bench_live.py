@@ -21,7 +21,7 @@ import pyarrow as pa
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from analysis.figures_telemetry import gpu_panels  # noqa: E402
+from analysis.figures.telemetry import gpu_panels  # noqa: E402
 from analysis.telemetry import alerts  # noqa: E402
 from collectors.nvml_source import ReplaySource  # noqa: E402
 from data import reads_telemetry as rt  # noqa: E402

@@ -12,8 +12,8 @@ import time
 
 from analysis_common import ROOT, big_run, page_seconds, timed
 
-from analysis.evidence import gather
-from analysis.recommend import RULES, _load_rules, recommend
+from analysis.facts import gather
+from analysis.rules.recommend import RULES, recommend
 
 OUT = ROOT / "benchmarks" / "out" / "recommend.json"
 
@@ -21,7 +21,6 @@ OUT = ROOT / "benchmarks" / "out" / "recommend.json"
 def main() -> None:
     s, data, run = big_run("bench-recommend-")
     run_id = str(run["run_id"])
-    _load_rules()
     rows: dict[str, float] = {"gather (reads + kernel work)": timed(lambda: gather(s, run_id))}
     for rule_id, fn in RULES.items():
         # each rule on fresh facts: shared derived values are not already computed

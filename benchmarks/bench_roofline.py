@@ -25,7 +25,7 @@ def main() -> None:
     s, data, run = big_run("bench-roofline-")
     run_id = str(run["run_id"])
     spec = match_spec(run["device_name"])
-    events = reads_roofline.gpu_events(s, run_id)
+    events = reads.gpu_events(s, run_id)
     ops = reads_roofline.launching_ops(s, run_id)
     steps = reads.steps(s, run_id)
     launches = reads_roofline.tiled_gemm_launches(s, run_id)
@@ -36,7 +36,7 @@ def main() -> None:
         "run": {"events_total": int(run["events_total"]), "gpu_events": len(events),
                 "launching_ops": len(ops), "tiled_gemm_launches": len(launches)},
         "reads_s": {
-            "gpu_events": timed(lambda: reads_roofline.gpu_events(s, run_id)),
+            "gpu_events": timed(lambda: reads.gpu_events(s, run_id)),
             "launching_ops": timed(lambda: reads_roofline.launching_ops(s, run_id)),
             "tiled_gemm_launches": timed(lambda: reads_roofline.tiled_gemm_launches(s, run_id)),
         },

@@ -122,16 +122,6 @@ def collectives(store: Store, run_id: str) -> pd.DataFrame:
     )
 
 
-def graph_launched(store: Store, run_id: str) -> tuple[int, int]:
-    """(kernels replayed from CUDA graphs, all kernels) of a run."""
-    row = store.rows(
-        "SELECT count(*) FILTER (WHERE graph_id IS NOT NULL OR launch_api LIKE '%Graph%') AS g, "
-        "count(*) AS n FROM gpu_events WHERE run_id = ? AND kind = 'kernel'",
-        [run_id],
-    )[0]
-    return int(row["g"]), int(row["n"])
-
-
 def allocator_calls(store: Store, run_id: str) -> pd.DataFrame:
     """Device-memory allocations and frees that reached the driver (the caching allocator
     grew or gave memory back): rank, step, name, ts_ns, dur_ns."""

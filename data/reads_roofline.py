@@ -1,4 +1,4 @@
-"""Reads for the roofline and bandwidth analyses: GPU events, their launching ops, ceilings.
+"""Reads for the roofline and bandwidth analyses: launching ops, tiled GEMMs, ceilings.
 
 Only the columns the analyses use travel to pandas; the ops are those that launched GPU work
 (a semi-join in DuckDB), not every op of the run.
@@ -13,34 +13,6 @@ import pandas as pd
 
 if TYPE_CHECKING:
     from data.store import Store
-
-
-def gpu_events(store: Store, run_id: str) -> pd.DataFrame:
-    """Every kernel, memcpy and memset: rank, step, kind (categorical), name (categorical),
-    stream, ts_ns, dur_ns, op_external_id, bytes (memcpy/memset), dtod (a device-to-device
-    memcpy), est_occupancy_pct.
-
-    Names travel once per distinct name (a 100 k-event run has a few dozen): turning every
-    row's name into a Python string cost 0.6 s of 0.8 s on the benchmark run.
-    """
-    names = store.query(
-        "SELECT DISTINCT name FROM gpu_events WHERE run_id = ? ORDER BY name", [run_id]
-    )["name"]
-    events = store.query(
-        """
-        WITH n AS (SELECT name, (row_number() OVER (ORDER BY name)) - 1 AS name_id
-                   FROM (SELECT DISTINCT name FROM gpu_events WHERE run_id = ?))
-        SELECT g.rank, g.step, CAST(g.kind AS ENUM('kernel', 'memcpy', 'memset')) AS kind,
-               n.name_id, g.stream, g.ts_ns, g.dur_ns, g.op_external_id, g.bytes,
-               coalesce(g.memcpy_kind = 'DtoD', false) AS dtod, g.est_occupancy_pct
-        FROM gpu_events g JOIN n USING (name) WHERE g.run_id = ? ORDER BY g.rank, g.ts_ns
-        """,
-        [run_id, run_id],
-    )
-    codes = events.pop("name_id").to_numpy(dtype=np.int64)
-    name = pd.Categorical.from_codes(codes, categories=pd.Index(names.astype(str)))
-    events.insert(3, "name", pd.Series(name, index=events.index))
-    return events
 
 
 def launching_ops(store: Store, run_id: str) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""Reads for the Breakdown and Timeline pages: GPU work, bucketed lanes, a window of kernels.
+"""Reads for the Breakdown and Timeline pages: step marks, bucketed lanes, a window of kernels.
 
 The timeline's level of detail is decided in DuckDB: zoomed out, a page gets one row per
 (rank, stream, time bucket), never the raw kernels; zoomed in, the kernels of a window with
@@ -13,15 +13,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from data.store import Store
-
-
-def gpu_work(store: Store, run_id: str) -> pd.DataFrame:
-    """Every GPU activity: rank, kind, name, stream, ts_ns, dur_ns, step, launch_ts_ns."""
-    return store.query(
-        "SELECT rank, kind, name, stream, ts_ns, dur_ns, step, launch_ts_ns "
-        "FROM gpu_events WHERE run_id = ?",
-        [run_id],
-    )
 
 
 def step_marks(store: Store, run_id: str) -> pd.DataFrame:

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from data.errors import RunNotFoundError, SchemaVersionError
 from data.lake import Lake
@@ -20,6 +22,7 @@ from data.schema import SCHEMA_VERSION, STREAM_TABLES, TABLES, column_names
 
 if TYPE_CHECKING:  # pandas costs 0.4 s to import; the ingest CLI never needs it
     import pandas as pd
+    from pandas.api.extensions import ExtensionDtype
 
 DEFAULT_DATA_DIR = Path("data/local")
 DATABASE_FILE = "dashboard.duckdb"
@@ -77,10 +80,23 @@ class Store:
         """A connection for one thread (DuckDB refuses concurrent use of one connection)."""
         return self.con.cursor()
 
-    def query(self, sql: str, params: list[Any] | dict[str, Any] | None = None) -> pd.DataFrame:
-        """Run SQL over the views and return a DataFrame (a fresh cursor per call: thread-safe)."""
+    def query(
+        self,
+        sql: str,
+        params: list[Any] | dict[str, Any] | None = None,
+        *,
+        categorical: tuple[str, ...] = (),
+    ) -> pd.DataFrame:
+        """Run SQL over the views and return a DataFrame (a fresh cursor per call: thread-safe).
+
+        `categorical` string columns arrive as pandas categoricals (categories sorted), built
+        in Arrow: one Python string per distinct value instead of one per row (on a 100 k-event
+        run, per-row strings cost 0.6 s of a 0.8 s read of the GPU events).
+        """
         with self.cursor() as cur:
-            return cur.execute(sql, params).df()
+            if not categorical:
+                return cur.execute(sql, params).df()
+            return arrow_frame(cur.sql(sql, params=params).to_arrow_table(), categorical)
 
     def rows(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
         """Run SQL and return rows as dicts, without pandas."""
@@ -132,3 +148,35 @@ class Store:
         for key in ("source", "tags"):
             row[key] = json.loads(row[key]) if row.get(key) else None
         return row
+
+
+def arrow_frame(table: pa.Table, categorical: tuple[str, ...]) -> pd.DataFrame:
+    """An Arrow result as DuckDB's `.df()` would give it (integer columns with NULLs as
+    pandas' nullable Int types, converted without passing through float64, where epoch-ns
+    values are not exact), with the `categorical` columns as categoricals whose categories
+    are sorted."""
+    import pandas as pd
+
+    for name in categorical:
+        at = table.schema.get_field_index(name)
+        table = table.set_column(at, name, _sorted_dictionary(table[name]))
+    nullable: dict[pa.DataType, ExtensionDtype] = {
+        pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(),
+        pa.int32(): pd.Int32Dtype(), pa.int64(): pd.Int64Dtype(),
+    }  # fmt: skip
+    frame = table.to_pandas(types_mapper=nullable.get)
+    # Arrow's integer type names are numpy's: int64 -> "int64".
+    exact = {
+        f.name: str(f.type)
+        for f in table.schema
+        if f.type in nullable and not table[f.name].null_count
+    }
+    return frame.astype(exact) if exact else frame
+
+
+def _sorted_dictionary(values: pa.ChunkedArray[Any]) -> pa.DictionaryArray[Any, Any]:
+    """A string column dictionary-encoded, its dictionary in sorted order."""
+    flat = values.combine_chunks()
+    distinct = pc.unique(flat)
+    categories = pc.take(distinct, pc.sort_indices(distinct))
+    return pa.DictionaryArray.from_arrays(pc.index_in(flat, value_set=categories), categories)

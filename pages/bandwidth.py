@@ -4,18 +4,20 @@ of the same window when the run has telemetry (analysis/bandwidth.py)."""
 import streamlit as st
 
 from analysis import bandwidth as bw
-from analysis.figures_roofline import bandwidth_figure
-from analysis.run_figures import bandwidth_frames, roofline_inputs
+from analysis.facts import Facts
+from analysis.figures.bandwidth import bandwidth_figure
+from analysis.load import load_run, load_telemetry
 from pages._ui import fmt_pct, require_run
 
 s, run_id = require_run()
 run = s.run_summary(run_id)
 st.title("HBM bandwidth")
-inputs = roofline_inputs(s, run_id)
-if inputs.work.empty:
+data = load_run(s, run_id)
+facts = Facts(data)
+spec, work = facts.spec, facts.all_work
+if work.empty:
     st.info("This run has no GPU activity (a CPU-only trace): there is no bandwidth to show.")
     st.stop()
-spec, work = inputs.spec, inputs.work
 peak = spec.hbm_bytes_per_s if spec else None
 st.caption(
     "Estimated from the bytes each kernel's op must move (shapes × dtypes) over its time: "
@@ -29,7 +31,8 @@ st.caption(
 )
 
 buckets = st.slider("Time buckets", 50, 2000, 400, 50)
-series, gpm = bandwidth_frames(s, run_id, work, peak, buckets)
+samples = load_telemetry(s, run_id).samples
+series, gpm = bw.bandwidth_frames(work, samples, data.time_bases, peak, buckets)
 st.plotly_chart(bandwidth_figure(series, gpm), width="stretch")
 if gpm.empty:
     st.caption("No telemetry for this run: NVML GPM DRAM_BW_UTIL samples appear here when "

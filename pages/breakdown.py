@@ -4,13 +4,13 @@ import pandas as pd
 import streamlit as st
 
 from analysis import breakdown as bd
-from analysis.figures_time import breakdown_bars, rank_share_bars
-from data import reads, reads_timeline
+from analysis.figures.breakdown import breakdown_bars, rank_share_bars
+from data import reads
 from pages._ui import fmt_ms, fmt_pct, require_run
 
 s, run_id = require_run()
 st.title("Where the time goes")
-events = reads_timeline.gpu_work(s, run_id)
+events = reads.gpu_events(s, run_id)
 if events.empty:
     st.info("This run has no GPU activity (a CPU-only trace): there is no GPU time to break down.")
     st.stop()

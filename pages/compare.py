@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from analysis.compare import compare_runs
-from analysis.figures_compare import class_bars
+from analysis.figures.compare import class_bars
 from data.errors import DashError
 from pages._ui import fmt_ms, fmt_pct, show_error, store
 

@@ -5,7 +5,7 @@ import time
 import pandas as pd
 import streamlit as st
 
-from analysis.figures_telemetry import RUN_PANELS, gpu_panels
+from analysis.figures.telemetry import RUN_PANELS, gpu_panels
 from analysis.telemetry import alerts, clock_reasons
 from data import reads_telemetry as rt
 from pages._ui import fmt_bytes, store

@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from analysis.overview import overview, step_times, top_kernels
-from data import reads, reads_timeline
+from data import reads
 from pages._ui import fmt_bytes, fmt_ms, fmt_pct, require_run
 
 s, run_id = require_run()
@@ -18,7 +18,7 @@ st.caption(f"`{run_id}` · {', '.join(run['source'] or [])}")
 ranks = reads.ranks(s, run_id)
 steps = reads.steps(s, run_id)
 kernels = reads.kernel_totals(s, run_id)
-ov = overview(int(run["rank_count"]), steps, reads_timeline.gpu_work(s, run_id), kernels)
+ov = overview(int(run["rank_count"]), steps, reads.gpu_events(s, run_id), kernels)
 devices = reads.devices(s, run_id)
 if devices.empty:
     st.markdown("**CPU only**: the trace has no GPU device properties")

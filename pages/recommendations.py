@@ -3,9 +3,10 @@
 import pandas as pd
 import streamlit as st
 
-from analysis.evidence import gather, ms
-from analysis.recommend import Recommendation, kernels_behind, recommend
-from analysis.rules_catalog import CATALOG
+from analysis.facts import gather
+from analysis.rules.catalog import CATALOG
+from analysis.rules.recommend import Recommendation, kernels_behind, recommend
+from analysis.text import ms
 from data.errors import DashError
 from pages._ui import fmt_ms, require_run, show_error, store
 

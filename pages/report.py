@@ -3,10 +3,11 @@ PDF (analysis/report.py; the same files as `python -m analysis.report`)."""
 
 import streamlit as st
 
-from analysis.report import FORMATS, MEDIA_TYPES, export, report_json
-from analysis.report_charts import CHART_SECTIONS, report_charts
-from analysis.report_md import md_escape
-from analysis.report_sections import (
+from analysis.report.charts import CHART_SECTIONS
+from analysis.report.export import FORMATS, MEDIA_TYPES, export
+from analysis.report.md import md_escape
+from analysis.report.run import load_report
+from analysis.report.sections import (
     NO_RECOMMENDATIONS,
     TITLES,
     recommendations,
@@ -25,8 +26,7 @@ LABELS = {
 s, run_id = require_run()
 st.title("Report")
 with st.spinner("Building the report…"):
-    doc = report_json(s, run_id)
-    charts = report_charts(s, run_id)
+    doc, charts = load_report(s, run_id)
 
 st.caption("Download the whole report; every file holds the sections previewed below.")
 cols = st.columns(len(FORMATS))

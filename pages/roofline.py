@@ -9,10 +9,10 @@ import pandas as pd
 import streamlit as st
 
 from analysis import roofline as rf
-from analysis.figures_roofline import roofline_figure
-from analysis.run_figures import roofline_inputs
-from analysis.specs import PRECISIONS, spec_names
-from data import reads
+from analysis.facts import Facts
+from analysis.figures.roofline import roofline_figure
+from analysis.load import load_run
+from analysis.specs import PRECISIONS, match_spec, spec_names
 from pages._ui import fmt_pct, require_run
 
 GROUPS = {"op class": "op_class", "op": "op_name", "kernel class": "kernel_class", "kernel": "name"}
@@ -25,11 +25,14 @@ choice = st.sidebar.selectbox(
     ["(match the trace's device)", *spec_names()],
     help="Override when the trace's device name is missing or wrong (e.g. a power-capped card)",
 )
-inputs = roofline_inputs(s, run_id, None if choice.startswith("(") else choice)
-if inputs.work.empty:
+matched = match_spec(run["device_name"])
+facts = Facts(
+    load_run(s, run_id), spec=None if choice.startswith("(") else match_spec(None, choice)
+)
+if facts.all_work.empty:
     st.info("This run has no GPU activity (a CPU-only trace): there is no roofline to draw.")
     st.stop()
-spec, matched, measured, work = inputs.spec, inputs.matched, inputs.measured, inputs.work
+spec, measured, work = facts.spec, facts.measured, facts.all_work
 
 device = run["device_name"] or "no device name in the trace"
 if spec is None:
@@ -47,7 +50,7 @@ else:
 
 tags = run["tags"] or {}
 tokens = float(tags["tokens_per_step"]) if tags.get("tokens_per_step") else None
-m = rf.run_compute_metrics(work, reads.steps(s, run_id), spec, tokens_per_step=tokens)
+m = rf.run_compute_metrics(work, facts.steps, spec, tokens_per_step=tokens)
 c = st.columns(5)
 achieved = m["achieved_tflops"]
 c[0].metric(
@@ -82,7 +85,7 @@ shown = rows[kept & (rows["share_pct"] >= min_share)]
 if linked and by == "op_name":
     shown = shown[shown["name"].isin(linked)]
     st.caption(f"Showing the ops a recommendation points at: {', '.join(linked)}.")
-st.plotly_chart(roofline_figure(shown.reset_index(drop=True), inputs.roof_sets), width="stretch")
+st.plotly_chart(roofline_figure(shown.reset_index(drop=True), facts.roof_sets), width="stretch")
 
 unmodelled = rows[rows["flops"].isna()]
 if not unmodelled.empty:
@@ -113,7 +116,7 @@ st.dataframe(
     },
 )
 with st.expander("Per step"):
-    per_step = rf.step_metrics(work, reads.steps(s, run_id), spec, tokens_per_step=tokens)
+    per_step = rf.step_metrics(work, facts.steps, spec, tokens_per_step=tokens)
     st.dataframe(per_step, hide_index=True, width="stretch")
 if spec is not None:
     with st.expander("Roofs (TFLOP/s)"):

@@ -9,13 +9,13 @@ box-selecting a range on the chart.
 import streamlit as st
 
 from analysis import timeline as tl
-from analysis.run_figures import timeline_view
-from data import reads_timeline
+from analysis.figures.timeline import timeline_figure
+from analysis.load import load_lanes, load_timeline_window
 from pages._ui import require_run
 
 s, run_id = require_run()
 st.title("Kernel timeline")
-lanes = reads_timeline.lanes(s, run_id)
+lanes = load_lanes(s, run_id)
 if lanes.empty:
     st.info("This run has no GPU activity (a CPU-only trace): there is no timeline to draw.")
     st.stop()
@@ -53,7 +53,7 @@ if right.button("Whole run", icon=":material/zoom_out_map:"):
     st.session_state.pop(win_key, None)
     st.rerun()
 t0, t1 = origin + int(window[0] * 1e6), origin + max(int(window[1] * 1e6), 1)
-view = timeline_view(s, run_id, lanes, t0, t1)
+view = load_timeline_window(s, run_id, lanes, t0, t1)
 if view.bucket_ns is None:
     st.caption(f"{view.count:,} GPU activities in the window, each drawn; hover for details.")
 else:
@@ -63,8 +63,9 @@ else:
         f"the window to at most {tl.MAX_SHAPES:,} activities, or box-select a range, to see "
         "single kernels."
     )
-view.figure.update_layout(dragmode="select")
-st.plotly_chart(view.figure, width="stretch", on_select="rerun", selection_mode="box", key=sel_key)
+figure = timeline_figure(view)
+figure.update_layout(dragmode="select")
+st.plotly_chart(figure, width="stretch", on_select="rerun", selection_mode="box", key=sel_key)
 
 with st.expander("Lanes"):
     st.dataframe(

@@ -9,7 +9,7 @@ from pathlib import Path
 from conftest import FIXTURES, fixture_runs
 from fixture_store import session_folder
 
-from analysis.evidence import Facts, gather
+from analysis.facts import Facts, gather
 from collectors.calibrate import main as calibrate
 from collectors.ingest import ingest
 from data.store import Store

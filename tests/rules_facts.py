@@ -11,8 +11,9 @@ from conftest import SAMPLES, fixture_runs
 from fixture_store import session_folder
 from recommend_store import facts as facts_of  # noqa: F401 (the rule tests import it here)
 
-from analysis.evidence import Facts, gather
-from analysis.recommend import RULES, Finding, _load_rules
+from analysis.facts import Facts, gather
+from analysis.rules.recommend import RULES
+from analysis.rules.registry import Finding
 from collectors.ingest import ingest
 from data.store import Store
 
@@ -30,7 +31,6 @@ def sample_facts(name: str, folder: Path = SAMPLES) -> Facts:
 
 
 def fire(facts: Facts, rule_id: str) -> Finding | None:
-    _load_rules()
     return RULES[rule_id](facts)
 
 

@@ -9,7 +9,7 @@ from conftest import fixture_runs, requires_fixtures
 from fixture_store import fixture_run
 
 from analysis import breakdown as bd
-from data import reads, reads_timeline
+from data import reads
 
 PARTS = ["compute_ns", "comm_ns", "memcpy_ns", "memset_ns", "idle_ns"]
 
@@ -154,7 +154,7 @@ REAL = [r.label for r in fixture_runs()]
 @pytest.mark.parametrize("label", REAL)
 def test_real_trace_shares_add_up_to_the_ns(label: str) -> None:
     s, run = fixture_run(label)
-    ev, st = reads_timeline.gpu_work(s, run), reads.steps(s, run)
+    ev, st = reads.gpu_events(s, run), reads.steps(s, run)
     per = bd.breakdown(ev, st)
     if ev.empty:
         assert per.empty
@@ -177,7 +177,7 @@ def test_real_trace_shares_add_up_to_the_ns(label: str) -> None:
 @requires_fixtures
 def test_real_two_rank_nccl_run() -> None:
     s, run = fixture_run("foreign/hta/trace_filter/")
-    ev = reads_timeline.gpu_work(s, run)
+    ev = reads.gpu_events(s, run)
     per = bd.breakdown(ev, reads.steps(s, run))
     assert sorted(per["rank"].unique()) == [0, 1]
     assert (per["comm_total_ns"] > 0).all()

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from analysis import breakdown as bd
 from collectors.ingest import ingest
-from data import reads, reads_timeline
+from data import reads
 from data.store import Store
 
 DDP = SAMPLES / "ddp_gpt_bf16_2rank"
@@ -36,7 +36,7 @@ def test_metrics_match_the_analysis(runs: tuple[Path, str, str]) -> None:
     d, ddp, _ = runs
     at = page(ddp)
     s = Store(d)
-    shares = bd.shares(bd.breakdown(reads_timeline.gpu_work(s, ddp), reads.steps(s, ddp)))
+    shares = bd.shares(bd.breakdown(reads.gpu_events(s, ddp), reads.steps(s, ddp)))
     overall = shares.iloc[-1]
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Compute"] == f"{overall['compute_pct']:.1f} %"

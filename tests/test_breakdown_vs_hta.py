@@ -49,9 +49,9 @@ def test_golden_file_is_from_hta() -> None:
 @pytest.mark.parametrize("label", WORKS)
 def test_temporal_breakdown_matches_hta(label: str) -> None:
     s, run = _frames(label)
-    ours = bd.hta_comparable(
-        reads_timeline.gpu_work(s, run), reads_timeline.step_marks(s, run)
-    ).set_index("rank")
+    ours = bd.hta_comparable(reads.gpu_events(s, run), reads_timeline.step_marks(s, run)).set_index(
+        "rank"
+    )
     theirs = GOLDEN["fixtures"][label]["ranks"]
     if len(theirs) == 1:  # one file was handed to HTA as rank 0; ours reads distributedInfo
         theirs = {str(ours.index[0]): next(iter(theirs.values()))}
@@ -72,7 +72,7 @@ def test_hta_counts_a_cpu_op_as_gpu_work() -> None:
     # 95.812 µs rounded to whole µs inside (ts up, end down) is 94 or 95 µs, not 1.76 µs.
     assert hta["kernel_time(us)"] in (94.0, 95.0)
     s, run = _frames(TRITON)
-    ev = reads_timeline.gpu_work(s, run)
+    ev = reads.gpu_events(s, run)
     assert ev["dur_ns"].tolist() == [1760]
     assert (
         s.rows("SELECT count(*) AS n FROM cpu_ops WHERE run_id = ? AND dur_ns = 95812", [run])[0][
@@ -86,7 +86,7 @@ def test_rounding_is_what_separates_ns_from_hta() -> None:
     """Without HTA's µs rounding, a trace of many short kernels moves by far more than 1 pp."""
     label = "h200/decode_b1_cudagraph.pt.trace.json.gz"
     s, run = _frames(label)
-    ev, marks = reads_timeline.gpu_work(s, run), reads_timeline.step_marks(s, run)
+    ev, marks = reads.gpu_events(s, run), reads_timeline.step_marks(s, run)
     exact = bd.hta_comparable(ev, marks, hta_rounding=False).iloc[0]
     hta = GOLDEN["fixtures"][label]["ranks"]["0"]
     assert abs(exact["idle_pct"] - hta["idle_time_pctg"]) > 10
@@ -95,7 +95,7 @@ def test_rounding_is_what_separates_ns_from_hta() -> None:
 @pytest.mark.parametrize("label", FAILS)
 def test_ours_works_where_hta_fails(label: str) -> None:
     s, run = _frames(label)
-    ev = reads_timeline.gpu_work(s, run)
+    ev = reads.gpu_events(s, run)
     per_step = bd.breakdown(ev, reads.steps(s, run))
     if ev.empty:  # the CPU-only trace: nothing to break down, and no error
         assert per_step.empty

@@ -21,14 +21,15 @@ from fixture_store import fixture_run
 from streamlit.testing.v1 import AppTest
 
 from analysis.compare import (
+    CLASS_COLUMNS,
     METRIC_COLUMNS,
-    METRICS,
     Comparison,
     compare,
     recommendation_diff,
     run_side,
     to_markdown,
 )
+from analysis.metrics import COMPARE_METRICS
 from collectors.ingest import ingest
 from data.store import Store
 from pages._ui import fmt_ms
@@ -88,7 +89,7 @@ def test_metric_deltas_match_each_runs_report(labels: tuple[str, str]) -> None:
     c = comparison(labels)
     rb, ra = (side(label)[0]["metrics"]["overall"] for label in labels)
     assert list(c.metrics.columns) == METRIC_COLUMNS
-    assert list(c.metrics["metric"]) == [k for k, _, _ in METRICS]
+    assert list(c.metrics["metric"]) == list(COMPARE_METRICS)
     for key in ("step_time_ms", "gpu_busy_pct", "idle_pct", "host_wait_pct", "compute_pct"):
         m = metric(c, key)
         assert m["before"] == pytest.approx(rb[key])
@@ -118,6 +119,7 @@ def median_step_ms(s: Store, run_id: str) -> float:
 def test_class_time_adds_up_to_the_stores_gpu_time_per_step(labels: tuple[str, str]) -> None:
     s, before, after = pair(labels)
     c = comparison(labels)
+    assert list(c.classes.columns) == CLASS_COLUMNS
     classes = c.classes.set_index("kernel_class")
     for run_id, side in ((before, "before"), (after, "after")):
         steps = step_count(s, run_id)
@@ -304,7 +306,7 @@ def test_page_defaults_to_the_two_newest_runs(
     after_y = np.frombuffer(base64.b64decode(after_y["bdata"]), dtype=after_y["dtype"])
     assert list(after_y) == pytest.approx(list(decode.classes["after_ms_per_step"]))
     table = at.dataframe[1].value  # the metrics table
-    assert len(table) == len(METRICS)
+    assert len(table) == len(COMPARE_METRICS)
     gone = at.dataframe[2].value  # the first recommendations table: gone
     assert "cuda-graphs" in set(gone["id"])
 

@@ -16,12 +16,12 @@ import pytest
 from conftest import load_trace_json, trace_events
 from ncu_csv import ncu_kernels
 
-from analysis.gemm_traffic import ctas_per_sm, panel_reads, run_rereads
-from analysis.roofline import kernel_work
+from analysis.gemm_traffic import REREAD_COLUMNS, ctas_per_sm, panel_reads, run_rereads
+from analysis.roofline import KERNEL_WORK_COLUMNS, kernel_work
 from analysis.specs import match_spec
-from analysis.work import dims
+from analysis.work.args import dims
 from collectors.ingest import ingest
-from data import reads_roofline
+from data import reads, reads_roofline
 from data.store import Store
 
 DATA = Path(__file__).parent / "data" / "gemm_traffic_h200"
@@ -66,11 +66,15 @@ def compared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[pd.DataFrame]
     run_id = ingest([DATA / "gemms.pt.trace.json.gz"], data_dir=data)
     s = Store(data)
     ops = reads_roofline.launching_ops(s, run_id)
-    events = reads_roofline.gpu_events(s, run_id)
-    rereads = run_rereads(s, run_id, ops, match_spec("NVIDIA H200"))
+    events = reads.gpu_events(s, run_id)
+    launches = reads_roofline.tiled_gemm_launches(s, run_id)
+    rereads = run_rereads(launches, ops, match_spec("NVIDIA H200"))
+    assert rereads is not None
+    assert list(rereads.columns) == REREAD_COLUMNS
     both = []
     for extra in (rereads, None):
         w = kernel_work(events, ops, extra)
+        assert list(w.columns) == KERNEL_WORK_COLUMNS
         both.append(w[(w["kind"] == "kernel") & (w["op_class"] == "gemm")])
     with_rereads, compulsory = both
     w = with_rereads.assign(compulsory=compulsory["bytes"]).merge(

@@ -77,6 +77,33 @@ def test_layer_imports(layer: str) -> None:
     assert violations(REPO, layer) == []
 
 
+# analysis/load.py is the read side of the analyses: no other analysis module touches the
+# store, so each of a run's tables is read once, into one typed object.
+STORE_MODULES = ("data.store", "data.reads")
+STORE_READER = Path("analysis/load.py")
+
+
+def store_readers(root: Path) -> list[str]:
+    """'file:line: module' for every import of the store in analysis/ outside load.py
+    (`from data import reads_x` names the module data.reads_x)."""
+    bad = []
+    for f in layer_files(root, "analysis"):
+        if f.relative_to(root) == STORE_READER:
+            continue
+        named = list(imported_modules(f, root))
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                named += [(node.lineno, f"{node.module}.{a.name}") for a in node.names]
+        for line, mod in sorted(set(named)):
+            if mod.startswith(STORE_MODULES):
+                bad.append(f"{f.relative_to(root)}:{line}: {mod}")
+    return bad
+
+
+def test_only_the_loader_reads_the_store() -> None:
+    assert store_readers(REPO) == []
+
+
 def test_layers_exist() -> None:
     """The check is not vacuous: the layers that exist today hold code with imports."""
     for layer in ("data", "collectors"):
@@ -112,3 +139,14 @@ def test_checker_flags_planted_imports(tmp_path: Path) -> None:
     assert violations(tmp_path, "pages") == ["pages/1_runs.py:1: pages imports duckdb"]
     assert violations(tmp_path, "app") == ["app.py:1: app imports collectors"]
     assert violations(tmp_path, "analysis") == []  # a missing folder is no violation
+    (tmp_path / "analysis").mkdir()
+    (tmp_path / "analysis" / "load.py").write_text("from data.store import Store\n")
+    (tmp_path / "analysis" / "rules.py").write_text(
+        "from data import reads_roofline\nfrom data.errors import DashError\n"
+        "def f():\n    from data.store import Store\n"
+    )
+    assert store_readers(tmp_path) == [
+        "analysis/rules.py:1: data.reads_roofline",
+        "analysis/rules.py:4: data.store",
+        "analysis/rules.py:4: data.store.Store",
+    ]

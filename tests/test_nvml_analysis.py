@@ -13,8 +13,14 @@ import pandas as pd
 import pytest
 from conftest import REPO, SAMPLES
 
-from analysis.figures_telemetry import RUN_PANELS, gpu_panels
-from analysis.telemetry import alerts, clock_reasons, phase_signature, utilization_trap
+from analysis.figures.telemetry import RUN_PANELS, gpu_panels
+from analysis.telemetry import (
+    ACTIVITIES,
+    alerts,
+    clock_reasons,
+    phase_signature,
+    utilization_trap,
+)
 from collectors.ingest import ingest
 from collectors.nvml import NvmlSampler
 from collectors.nvml_source import ReplaySource, read_recording
@@ -33,6 +39,7 @@ def recorded() -> tuple[pd.DataFrame, pd.Series]:
 
 def test_each_phase_has_its_signature(recorded: tuple[pd.DataFrame, pd.Series]) -> None:
     sig = phase_signature(*recorded)
+    assert set(sig["activity"]) <= set(ACTIVITIES)
     assert sig.loc[["idle", "gemm_bf16", "hbm_copy", "tiny_kernels", "h2d_pinned",
                     "one_block_spin"], "activity"].tolist() == [
         "idle", "tensor", "hbm", "launch-bound", "copy", "few-sm"]  # fmt: skip

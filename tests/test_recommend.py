@@ -8,8 +8,8 @@ import pytest
 from conftest import fixture_runs, requires_fixtures
 from recommend_store import facts
 
-from analysis.recommend import RULES, recommend
-from analysis.rules_catalog import CATALOG
+from analysis.rules.catalog import CATALOG
+from analysis.rules.recommend import RULES, recommend
 
 pytestmark = requires_fixtures
 
@@ -71,7 +71,7 @@ def test_savings_match_the_runs_recorded_with_the_fix() -> None:
 def test_mixed_precision_retimes_gemms_like_the_bf16_run_measured() -> None:
     """fp32 GEMMs re-timed at bf16 on the naive run vs the GEMM time the bf16 run measured
     for the same model (6.0 vs 6.1 TFLOP of GEMMs per step): within 35 %."""
-    from analysis.rules_precision import _retimed_ns
+    from analysis.rules.precision import _retimed_ns
 
     naive, tuned = facts("train_gpt2_fp32_naive"), facts("train_gpt2_bf16_tuned")
     g = naive.kernels[naive.kernels["op_class"] == "gemm"]

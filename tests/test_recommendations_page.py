@@ -11,8 +11,8 @@ import pytest
 from conftest import REPO, SAMPLES, dashboard_store, open_page
 from streamlit.testing.v1 import AppTest
 
-from analysis.evidence import gather
-from analysis.recommend import recommend
+from analysis.facts import gather
+from analysis.rules.recommend import recommend
 from collectors.calibrate import main as calibrate
 from collectors.ingest import ingest
 from data.store import Store

@@ -21,10 +21,12 @@ import pytest
 from conftest import REPO, dashboard_store, fixture, open_page, requires_fixtures
 from pypdf import PdfReader
 
-from analysis.report import export, main, report_json
-from analysis.report_charts import CHART_SECTIONS, NO_GPU, report_charts
-from analysis.report_md import md_escape
-from analysis.report_sections import SECTIONS, TITLES
+from analysis.report.__main__ import main
+from analysis.report.charts import CHART_SECTIONS, NO_GPU
+from analysis.report.export import export
+from analysis.report.md import md_escape
+from analysis.report.run import load_report
+from analysis.report.sections import SECTIONS, TITLES
 from collectors.ingest import ingest
 from data.store import Store
 
@@ -158,7 +160,7 @@ def cpu(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 def cpu_files(cpu: tuple[Path, str]) -> dict[str, bytes]:
     d, run_id = cpu
     s = Store(d)
-    doc, charts = report_json(s, run_id), report_charts(s, run_id)
+    doc, charts = load_report(s, run_id)
     files = {fmt: export(doc, charts, fmt) for fmt in ("json", "md", "html", "pdf")}
     return {k: v.encode() if isinstance(v, str) else v for k, v in files.items()}
 
@@ -262,7 +264,7 @@ def test_trace_text_is_escaped_in_every_format(
     d, run_id = naive
     s = Store(d)
     doc = {**naive_doc, "recommendations": [*naive_doc["recommendations"], HOSTILE]}
-    charts = report_charts(s, run_id)
+    charts = load_report(s, run_id)[1]
     html = str(export(doc, charts, "html"))
     assert "<script>alert" not in html
     assert "<b>tags</b>" not in html

@@ -17,10 +17,10 @@ import pytest
 from conftest import fixture, requires_fixtures
 from ncu_csv import ncu_kernels
 
-from analysis.gemm_traffic import run_kernel_work
+from analysis.facts import Facts
+from analysis.load import load_run
 from analysis.specs import match_spec
 from collectors.ingest import ingest
-from data import reads_roofline
 from data.store import Store
 
 pytestmark = requires_fixtures
@@ -43,8 +43,8 @@ def compared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[pd.DataFrame]
     data = tmp_path_factory.mktemp("microops")
     run_id = ingest([fixture("h200/microops.pt.trace.json.gz")], data_dir=data)
     s = Store(data)
-    ops = reads_roofline.launching_ops(s, run_id)
-    work = run_kernel_work(s, run_id, ops, match_spec("NVIDIA H200"))
+    facts = Facts(load_run(s, run_id), spec=match_spec("NVIDIA H200"))
+    ops, work = facts.ops, facts.all_work
     work = work[work["kind"] == "kernel"].merge(
         ops[["rank", "external_id", "input_dims", "input_types"]],
         left_on=["rank", "op_external_id"], right_on=["rank", "external_id"],

@@ -3,8 +3,8 @@ table generated from it."""
 
 from pathlib import Path
 
-from analysis.recommend import RULES, _load_rules
-from analysis.rules_catalog import CATALOG, markdown
+from analysis.rules.catalog import CATALOG, markdown
+from analysis.rules.recommend import RULES
 
 ARCHITECTURE_IDS = {
     "mixed-precision", "tf32", "fp8", "tensor-core-alignment", "fused-attention",
@@ -20,7 +20,6 @@ def test_catalog_holds_every_architecture_id() -> None:
 
 
 def test_detecting_rules_are_documented_and_the_rest_say_what_they_need() -> None:
-    _load_rules()
     assert len(RULES) >= 18
     for rule_id, entry in CATALOG.items():
         if rule_id in RULES:

@@ -7,7 +7,7 @@ import pytest
 from conftest import HAVE_FIXTURES, REPO, requires_fixtures
 from rules_facts import facts_of, fire, fired, foreign_labels, sample_facts
 
-from analysis.rules_distributed import LINK_BYTES_PER_S, _exposed_collectives
+from analysis.rules.distributed import _exposed_collectives
 
 RULE_IDS = ("comm-overlap", "straggler", "nccl-topology")
 DDP = "ddp_gpt_bf16_2rank"
@@ -98,7 +98,7 @@ def test_ddp_allreduce_runs_near_nvlink_speed() -> None:
     k = c[(c["source"] == "kernel") & (c["rank"] == 1)]
     bus = k["in_msg_nelems"] * 4 / k["dur_ns"]  # GB/s; all-reduce of 2 ranks: factor 1
     assert facts.spec is not None
-    assert (bus * 1e9 > 0.25 * LINK_BYTES_PER_S[facts.spec.name][1]).all()
+    assert (bus * 1e9 > 0.25 * facts.spec.link.bytes_per_s).all()
 
 
 def test_single_rank_run_has_no_straggler() -> None:

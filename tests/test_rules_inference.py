@@ -7,7 +7,7 @@ import pytest
 from conftest import requires_fixtures
 from rules_facts import facts_of, fire, fired, foreign_labels
 
-from analysis.recommend import recommend
+from analysis.rules.recommend import recommend
 
 pytestmark = requires_fixtures
 RULE_IDS = ("decode-batching", "weight-quantization", "paged-kv-cache")

@@ -10,7 +10,7 @@ import pytest
 from conftest import SAMPLES, fixture, requires_fixtures
 from rules_facts import fire
 
-from analysis.evidence import Facts, gather
+from analysis.facts import Facts, gather
 from collectors.ingest import ingest
 from collectors.nvml import NvmlSampler
 from collectors.nvml_source import ReplaySource
@@ -36,7 +36,9 @@ def _replay(data: Path, csv: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Facts]:
+def telemetry_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, dict[str, str]]:
+    """A store with the quiet runs and their NVML recordings, and the ResNet-50 run under
+    power-capped samples: (store, run id by name)."""
     d = tmp_path_factory.mktemp("telemetry-rules")
     ids = {n: ingest([fixture(f"h200/{n}.pt.trace.json.gz")], data_dir=d) for n in QUIET}
     for n in QUIET:
@@ -55,7 +57,12 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Facts]:
     inventory = PHASES.with_name("nvml_phases_h200.inventory.json")
     (d / "gemm_on_resnet.inventory.json").write_text(inventory.read_text())
     _replay(d, moved)
-    store = Store(d)
+    return Store(d), ids
+
+
+@pytest.fixture(scope="module")
+def runs(telemetry_store: tuple[Store, dict[str, str]]) -> dict[str, Facts]:
+    store, ids = telemetry_store
     return {n: gather(store, i) for n, i in ids.items()}
 
 
@@ -66,16 +73,19 @@ def test_no_alarm_on_runs_at_full_clock(runs: dict[str, Facts], name: str) -> No
     assert fire(facts, "power-throttling") is None
 
 
-def test_power_capped_samples_cost_their_clock_loss(runs: dict[str, Facts]) -> None:
+def test_power_capped_samples_cost_their_clock_loss(
+    runs: dict[str, Facts], telemetry_store: tuple[Store, dict[str, str]]
+) -> None:
     facts = runs[THROTTLED_ON]
+    store, ids = telemetry_store
     found = fire(facts, "power-throttling")
     assert found is not None
     assert "power cap" in found.evidence[0]
     assert "1980 MHz" in found.evidence[1]
     # Independent: the moved CSV rows that fall inside the run's window.
-    window = rt.run_window(facts.store, facts.run_id)
+    window = rt.run_window(store, ids[THROTTLED_ON])
     assert window is not None
-    rows = pd.read_csv(facts.store.data_dir / "gemm_on_resnet.csv")
+    rows = pd.read_csv(store.data_dir / "gemm_on_resnet.csv")
     rows = rows[rows["ts_ns"].between(*window)]
     assert len(rows) >= 2
     throttled = ((rows["clocks_event_reasons"] & 0xEC) > 0) & (rows["sm_clock_mhz"] < 1980)

@@ -11,7 +11,7 @@ from conftest import requires_fixtures
 from fixture_store import fixture_run
 
 from analysis import timeline as tl
-from analysis.figures_time import timeline_heatmap, timeline_kernels
+from analysis.figures.timeline import timeline_heatmap, timeline_kernels
 from data import reads_timeline
 from data.store import Store
 

@@ -1,0 +1,155 @@
+"""The report of one run as a JSON document: `report_json(facts)`.
+
+JSON layout: `run` (id, name, ranks, device_name), `metrics` (`overall` and `per_rank`, each
+with kernel_count, kernel_time_ms, step_time_ms, gpu_busy_pct, idle_pct, compute_pct,
+comm_pct, memcpy_pct, achieved_tflops, mfu_pct, hbm_bw_util_pct, plus the breakdown's other
+shares), `roofline` (one row per op class and precision: analysis.roofline.ROOFLINE_COLUMNS, i.e.
+name, flops, bytes, intensity, achieved_tflops, achieved_gbps, bound, pct_of_ceiling…),
+`breakdown` (per step windows in ms, the spread across ranks, the straggler, launch
+statistics), `recommendations` (ranked by saving: analysis.rules.recommend.Recommendation.
+as_json: id, title, est_saving_pct, est_saving_ms per step, confidence, evidence, fix, why,
+kernels, ops). Shares are exclusive shares of the step time (analysis.breakdown), so
+compute + comm + memcpy + memset + idle = 100; comm_pct is exposed communication.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis import breakdown as bd
+from analysis import roofline
+from analysis.facts import Facts
+from analysis.overview import step_times
+from analysis.rules.recommend import recommend
+
+COMPUTE_KEYS = ("achieved_tflops", "mfu_pct", "hbm_bw_util_pct")
+SHARE_KEYS = (
+    "gpu_busy_pct",
+    "idle_pct",
+    "compute_pct",
+    "comm_pct",
+    "memcpy_pct",
+    "memset_pct",
+    "host_wait_pct",
+    "kernel_wait_pct",
+    "idle_other_pct",
+    "comm_overlap_pct",
+)
+
+
+def json_value(v: Any) -> Any:
+    """JSON-safe scalar: numpy to Python, NaN/NA to None."""
+    if v is None or v is pd.NA:
+        return None
+    if isinstance(v, np.integer | int) and not isinstance(v, bool):
+        return int(v)
+    if isinstance(v, np.floating | float):
+        return None if math.isnan(float(v)) else float(v)
+    return v
+
+
+def records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    return [{str(k): json_value(v) for k, v in row.items()} for row in df.to_dict("records")]
+
+
+def _metrics(
+    steps: pd.DataFrame,
+    events: pd.DataFrame,
+    share_row: pd.Series | None,
+    compute: dict[str, float | None],
+) -> dict[str, Any]:
+    kernels = events[events["kind"] == "kernel"]
+    per_step = step_times(steps)
+    out: dict[str, Any] = {
+        "kernel_count": len(kernels),
+        "kernel_time_ms": float(kernels["dur_ns"].sum()) / 1e6,
+        "step_time_ms": None if per_step.empty else float(per_step["step_time_ms"].median()),
+    }
+    for key in SHARE_KEYS:
+        out[key] = None if share_row is None else json_value(share_row[key])
+    for key in COMPUTE_KEYS:
+        out[key] = json_value(compute.get(key))
+    return out
+
+
+def report_json(facts: Facts) -> dict[str, Any]:
+    """The report as a JSON-ready dict: the run's metrics (compute-side ones against the
+    matched device spec and measured ceilings), the roofline per op class, the breakdown and
+    the ranked recommendations."""
+    steps, work, spec = facts.steps, facts.all_work, facts.spec
+    compute: dict[Any, dict[str, float | None]] = {
+        None: roofline.run_compute_metrics(work, steps, spec)
+    }
+    for rank in sorted(work["rank"].unique()):
+        compute[int(rank)] = roofline.run_compute_metrics(
+            work[work["rank"] == rank], steps[steps["rank"] == rank], spec
+        )
+    table = roofline.roofline_table(work, spec, facts.measured, by="op_class")
+    doc = _document(facts, table=table, compute=compute)
+    doc["recommendations"] = [r.as_json() for r in recommend(facts)]
+    return doc
+
+
+def _document(
+    facts: Facts,
+    *,
+    table: pd.DataFrame,
+    compute: dict[Any, dict[str, float | None]],
+) -> dict[str, Any]:
+    """Everything but the recommendations: `table` the roofline rows, `compute` the
+    compute-side metrics (achieved_tflops, mfu_pct, hbm_bw_util_pct) keyed by rank, with key
+    None for the whole run; missing ones are null."""
+    run, steps, events = facts.run, facts.steps, facts.events
+    per_step = facts.per_step
+    shares = facts.rank_shares
+    spread, straggler = bd.rank_spread(shares, per_step)
+    overall_share = shares[shares["rank"].isna()]
+    ranks = sorted({int(r) for r in events["rank"]} | {int(r) for r in steps["rank"]})
+    per_rank = []
+    for r in ranks:
+        row = shares[shares["rank"] == r]
+        m = _metrics(
+            steps[steps["rank"] == r],
+            events[events["rank"] == r],
+            row.iloc[0] if len(row) else None,
+            compute.get(r, {}),
+        )
+        per_rank.append({"rank": r, **m})
+    windows = per_step.assign(
+        **{
+            c.replace("_ns", "_ms"): per_step[c] / 1e6
+            for c in bd.STEP_COLUMNS
+            if c.endswith("_ns") and c not in ("start_ns", "end_ns")
+        }
+    )
+    windows = windows.drop(columns=[c for c in bd.STEP_COLUMNS if c.endswith("_ns")])
+    launch = bd.launch_stats(events)
+    return {
+        "run": {
+            "id": run.run_id,
+            "name": run.name,
+            "ranks": run.rank_count,
+            "device_name": run.device_name,
+        },
+        "metrics": {
+            "overall": _metrics(
+                steps,
+                events,
+                overall_share.iloc[0] if len(overall_share) else None,
+                compute.get(None, {}),
+            ),
+            "per_rank": per_rank,
+        },
+        "roofline": records(table),
+        "breakdown": {
+            "definitions": "exclusive shares of each step window (analysis/breakdown.py)",
+            "per_step": records(windows),
+            "spread": records(spread),
+            "straggler_rank": straggler,
+            "launch": records(launch),
+        },
+    }

@@ -1,0 +1,240 @@
+"""Rules about work split over too many kernels: unfused attention, chains of memory-bound
+elementwise kernels, per-parameter optimizer kernels. Each saving is the time of the kernels a
+fused version would not run, with the fused kernel re-timed from the run's own rates."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from analysis.facts import Facts
+from analysis.model.dtypes import BYTES_PER_ELEMENT
+from analysis.model.gemm import gemm_mnk
+from analysis.roofline import MATRIX_CLASSES
+from analysis.rules.catalog import CATALOG
+from analysis.rules.measures import top_names
+from analysis.rules.registry import Finding, Rule, rule
+from analysis.text import ms
+from analysis.work.args import dims
+
+_MEMORY_CLASSES = ("elementwise", "norm", "reduction", "softmax", "copy")
+_PARAM_STATE_BYTES = 28  # AdamW, fp32: read param, grad, 2 moments; write param, 2 moments
+_FUSED_OPTIMIZER = r"multi_tensor_apply|fused_adam|FusedAdam|fused_sgd|_fused_"
+
+
+def score_signatures(facts: Facts) -> tuple[set[int], set[int], int]:
+    """Op signatures that read or write [..., S, S] attention scores (S >= min_seq), the ones
+    among them that are softmaxes, and the largest S."""
+    return facts.memo("score_signatures", lambda: _score_signatures(facts))
+
+
+def _score_signatures(facts: Facts) -> tuple[set[int], set[int], int]:
+    min_seq = int(CATALOG["fused-attention"].thresholds["min_seq"])
+    found: set[int] = set()
+    soft: set[int] = set()
+    seq = 0
+    sig = facts.ops.drop_duplicates("signature")
+    for sg, name, text in zip(sig["signature"], sig["name"], sig["input_dims"], strict=True):
+        shapes = dims(text)
+        square = [s for s in shapes if len(s) >= 3 and s[-1] == s[-2] >= min_seq]
+        mnk = gemm_mnk(str(name), shapes) if len(shapes) >= 2 and len(shapes[0]) >= 3 else None
+        makes = mnk is not None and mnk[0] == mnk[1] >= min_seq and mnk[2] < mnk[0]
+        if square or makes:
+            found.add(int(sg))
+            seq = max([seq, *(s[-1] for s in square), mnk[0] if makes and mnk else 0])
+            if "softmax" in str(name):
+                soft.add(int(sg))
+    return found, soft, seq
+
+
+def _rows_of(facts: Facts, signatures: set[int]) -> pd.DataFrame:
+    ids = facts.ops[facts.ops["signature"].isin(signatures)][["rank", "external_id"]]
+    return facts.kernels.merge(
+        ids, left_on=["rank", "op_external_id"], right_on=["rank", "external_id"]
+    )
+
+
+@rule("fused-attention")
+def fused_attention(facts: Facts) -> Finding | None:
+    th = CATALOG["fused-attention"].thresholds
+    sigs, soft, seq = score_signatures(facts)
+    if not soft:  # no softmax over S×S scores: not attention materialised in HBM
+        return None
+    rows = _rows_of(facts, sigs)
+    cur_ms = facts.per_step_ms(float(rows["dur_ns"].sum()))
+    if 100 * cur_ms / max(facts.step_ms, 1e-9) < th["min_share_pct"]:
+        return None
+    mm = rows[rows["op_class"].isin(MATRIX_CLASSES) & rows["flops"].notna()]
+    k = facts.kernels
+    others = k[k["op_class"].isin(MATRIX_CLASSES) & k["flops"].notna()]
+    others = others[~others["op_external_id"].isin(rows["op_external_id"])]
+    rate = float(others["flops"].sum()) / float(others["dur_ns"].sum()) if len(others) else 0.0
+    fused_ms = facts.per_step_ms(float(mm["flops"].sum()) / rate) if rate else 0.0
+    scores = facts.ops[facts.ops["signature"].isin(soft)]
+    shape = next((s for s in dims(scores["input_dims"].iloc[0]) if len(s) >= 3), [])
+    dtype = (
+        str(scores["input_types"].iloc[0]).split('"')[1]
+        if '"' in str(scores["input_types"].iloc[0])
+        else "?"
+    )
+    elem = BYTES_PER_ELEMENT.get(dtype, 2)
+    mb = math.prod(shape) * elem / 1e6 if shape else 0.0
+    ops = top_names(rows, "op_name", 5)
+    return Finding(
+        saving_ms=max(cur_ms - fused_ms, 0.0),
+        confidence="medium",
+        evidence=(
+            f"attention scores materialised: softmax over {shape} ({dtype}, {mb:,.0f} MB per "
+            f"layer, sequence {seq}), no fused attention kernel for them",
+            f"kernels reading or writing S×S tensors ({', '.join(ops)}): "
+            f"{ms(cur_ms)} per step, {100 * cur_ms / facts.step_ms:.0f} % of the step",
+            f"a fused kernel doing the same matmul FLOPs at the run's other matmuls' rate "
+            f"({rate / 1e3:.1f} TFLOP/s): {ms(fused_ms)} per step",
+        ),
+        why=(
+            "Unfused attention writes the S×S score matrix to HBM and reads it back for the "
+            "mask, the softmax, dropout and the second matmul (and again in backward). A fused "
+            "kernel keeps the tiles on chip: its time is the attention FLOPs at the rate this "
+            "run's other matmuls reach; the saving is today's time minus that."
+        ),
+        kernels=top_names(rows, "name", 5),
+        ops=ops,
+    )
+
+
+def _in_ranges(facts: Facts, prefix: str) -> np.ndarray:
+    """Mask over facts.kernels: the kernel runs inside a GPU-side range named prefix…."""
+    return facts.memo(f"in_ranges:{prefix}", lambda: _kernels_in_ranges(facts, prefix))
+
+
+def _kernels_in_ranges(facts: Facts, prefix: str) -> np.ndarray:
+    r = facts.ranges
+    r = r[(r["kind"] == "gpu") & r["name"].str.startswith(prefix)]
+    k = facts.kernels
+    mask = np.zeros(len(k), dtype=bool)
+    for rank, rr in r.groupby("rank"):
+        sel = (k["rank"] == rank).to_numpy()
+        ts = k["ts_ns"].to_numpy(np.int64)
+        starts = np.sort(rr["ts_ns"].to_numpy(np.int64))
+        ends = (rr["ts_ns"] + rr["dur_ns"]).to_numpy(np.int64)[np.argsort(rr["ts_ns"].to_numpy())]
+        i = np.searchsorted(starts, ts, side="right") - 1
+        inside = (i >= 0) & (ts < ends[np.maximum(i, 0)])
+        mask |= sel & inside
+    return mask
+
+
+@rule("fused-optimizer")
+def fused_optimizer(facts: Facts) -> Finding | None:
+    th = CATALOG["fused-optimizer"].thresholds
+    k = facts.kernels
+    if k.empty:
+        return None
+    rows = k[_in_ranges(facts, "Optimizer.step#")]
+    names = pd.Series(rows["name"].unique()).astype(str)
+    if rows.empty or names.str.contains(_FUSED_OPTIMIZER).any():
+        return None
+    per_step = len(rows) / (facts.windows * facts.ranks)
+    cur_ms = facts.per_step_ms(float(rows["dur_ns"].sum()))
+    if per_step < th["min_kernels_per_step"] or 100 * cur_ms / facts.step_ms < th["min_share_pct"]:
+        return None
+    # The op run least often (but many times) runs once per parameter: its first inputs'
+    # sizes add up to the parameter count.
+    ops = facts.ops.merge(
+        rows[["rank", "op_external_id"]].drop_duplicates(),
+        left_on=["rank", "external_id"],
+        right_on=["rank", "op_external_id"],
+    )
+    counts = ops["name"].value_counts()
+    counts = counts[counts >= 10 * facts.windows * facts.ranks]
+    params = 0.0
+    if len(counts):
+        once = ops[ops["name"] == counts.idxmin()]
+        calls = once.groupby("signature")["input_dims"].agg(["first", "size"])
+        numel = [math.prod(d[0]) if d and d[0] else 0 for d in map(dims, calls["first"])]
+        params = float(np.dot(numel, calls["size"])) / (facts.windows * facts.ranks)
+    bw = facts.ceilings.bandwidth_bytes_per_s if facts.ceilings else 0.0
+    fused_ms = params * _PARAM_STATE_BYTES / bw * 1e3 if bw else 0.0
+    host = facts.ranges
+    host = host[(host["kind"] == "cpu") & host["name"].str.startswith("Optimizer.step#")]
+    host_ms = facts.per_step_ms(float(host["dur_ns"].sum()))
+    return Finding(
+        saving_ms=max(cur_ms - fused_ms, 0.0),
+        confidence="high" if params else "medium",
+        evidence=(
+            f"optimizer step: {per_step:,.0f} kernels per step "
+            f"({', '.join(top_names(rows, 'op_name', 4))}), {ms(cur_ms)} of GPU time",
+            f"{params / 1e6:,.1f} M parameters: one fused pass moves "
+            f"{params * _PARAM_STATE_BYTES / 1e9:.2f} GB, {ms(fused_ms)} at the bandwidth ceiling",
+            f"the host spends {ms(host_ms)} per step issuing them (exposed once the GPU work "
+            "gets faster)",
+        ),
+        why=(
+            "An optimizer without foreach/fused runs several small kernels per parameter "
+            "tensor; a fused one reads and writes each state once in a few launches. Saving = "
+            "the optimizer's GPU kernel time minus one pass over the states at the measured "
+            "bandwidth ceiling (host launch time not counted)."
+        ),
+        kernels=top_names(rows, "name", 5),
+        ops=top_names(rows, "op_name", 5),
+    )
+
+
+@rule("kernel-fusion")
+def kernel_fusion(facts: Facts) -> Finding | None:
+    th = CATALOG["kernel-fusion"].thresholds
+    k = facts.kernels
+    if k.empty:
+        return None
+    attention, _, _ = score_signatures(facts)
+    skip = set(_rows_of(facts, attention)["op_external_id"].dropna()) if attention else set()
+    mem = (
+        k["op_class"].isin(_MEMORY_CLASSES)
+        & ~_in_ranges(facts, "Optimizer.step#")
+        & ~k["op_external_id"].isin(skip)
+    ).to_numpy()
+    order = np.lexsort((k["ts_ns"].to_numpy(), k["rank"].to_numpy()))
+    ts = k["ts_ns"].to_numpy(np.int64)[order]
+    end = ts + k["dur_ns"].to_numpy(np.int64)[order]
+    rank = k["rank"].to_numpy()[order]
+    m = mem[order]
+    gap_ok = np.zeros(len(ts), dtype=bool)
+    gap_ok[1:] = (ts[1:] - end[:-1] <= th["max_gap_us"] * 1e3) & (rank[1:] == rank[:-1])
+    link = m & np.concatenate([[False], m[:-1]]) & gap_ok  # continues the chain before it
+    chain_id = np.cumsum(~link)
+    dur = (end - ts).astype(float)
+    # Kernels of legacy traces have no launching op: their kernel class names them.
+    label = k["op_name"].astype(object).where(k["op_name"].notna(), k["kernel_class"])
+    c = pd.DataFrame({"chain": chain_id[m], "dur": dur[m], "op": label.to_numpy()[order][m]})
+    g = c.groupby("chain").agg(n=("dur", "size"), total=("dur", "sum"), longest=("dur", "max"))
+    g = g[g["n"] >= th["min_chain"]]
+    if g.empty:
+        return None
+    saving = facts.per_step_ms(float((g["total"] - g["longest"]).sum()))
+    if 100 * saving / max(facts.step_ms, 1e-9) < th["min_share_pct"]:
+        return None
+    chained = c[c["chain"].isin(g.index)]
+    biggest = (g["total"] - g["longest"]).idxmax()
+    ops = chained.loc[chained["chain"] == biggest, "op"].astype(str).tolist()
+    example = " → ".join(ops[:6]) + (f" … ({len(ops)} kernels)" if len(ops) > 6 else "")
+    steps = facts.windows * facts.ranks
+    return Finding(
+        saving_ms=saving,
+        confidence="medium",
+        evidence=(
+            f"{len(g) / steps:,.0f} chains per step of ≥ {int(th['min_chain'])} memory-bound "
+            f"kernels back to back ({g['n'].mean():.1f} kernels each on average), "
+            f"{ms(facts.per_step_ms(float(g['total'].sum())))} per step",
+            f"the chain with most to gain: {example}",
+        ),
+        why=(
+            "Each kernel of an unfused chain writes its result to HBM and the next reads it "
+            "back. A fused kernel reads the inputs and writes the output once: its time is "
+            "estimated as the chain's longest kernel; the saving is the rest of the chain."
+        ),
+        ops=tuple(chained["op"].astype(str).value_counts().index[:5]),
+    )
+
+
+RULES: tuple[Rule, ...] = (fused_attention, fused_optimizer, kernel_fusion)

@@ -1,0 +1,60 @@
+"""Measurements several rules share: GPU idle time inside host ranges, host-wait gaps, the
+kernels or ops with the most time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pandas as pd
+
+from analysis.facts import Facts
+from analysis.intervals import covered_before, islands
+
+_Span = tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def per_rank(facts: Facts, rows: pd.DataFrame) -> Iterator[_Span]:
+    """For each rank of `rows` (rank, ts_ns, dur_ns): rank, the rows' positions, the GPU's
+    busy islands on that rank (starts, ends), and the rows' starts and ends."""
+    t0 = rows["ts_ns"].to_numpy(np.int64)
+    t1 = t0 + rows["dur_ns"].to_numpy(np.int64)
+    for rank, positions in rows.groupby("rank").indices.items():
+        r, idx = int(str(rank)), np.asarray(positions, dtype=np.int64)
+        ev = facts.events[facts.events["rank"] == r]
+        s, e, _ = islands(ev["ts_ns"].to_numpy(np.int64), ev["dur_ns"].to_numpy(np.int64))
+        yield r, idx, s, e, t0[idx], t1[idx]
+
+
+def idle_within(facts: Facts, rows: pd.DataFrame) -> np.ndarray:
+    """For each row (rank, ts_ns, dur_ns): GPU idle time inside [ts, ts + dur)."""
+    out = np.zeros(len(rows), dtype=np.int64)
+    for _, idx, s, e, a, b in per_rank(facts, rows):
+        out[idx] = (b - a) - (covered_before(s, e, b) - covered_before(s, e, a))
+    return out
+
+
+def host_wait_gaps(facts: Facts) -> pd.DataFrame:
+    """Idle gaps the host caused, per rank: rank, start_ns, gap_ns. A gap is host-wait when
+    the GPU work that ends it was launched after the gap began (nothing was queued), as in
+    analysis.breakdown."""
+    parts = []
+    for rank, ev in facts.events.groupby("rank"):
+        s, e, first = islands(ev["ts_ns"].to_numpy(np.int64), ev["dur_ns"].to_numpy(np.int64))
+        if len(s) < 2:
+            continue
+        launch = ev["launch_ts_ns"].to_numpy()[first[1:]]
+        waited = pd.notna(launch) & (launch.astype(float) > e[:-1])
+        parts.append(
+            pd.DataFrame({"rank": rank, "start_ns": e[:-1][waited],
+                          "gap_ns": (s[1:] - e[:-1])[waited]})
+        )  # fmt: skip
+    if not parts:
+        return pd.DataFrame({"rank": [], "start_ns": [], "gap_ns": []})
+    return pd.concat(parts, ignore_index=True)
+
+
+def top_names(rows: pd.DataFrame, col: str, n: int) -> tuple[str, ...]:
+    """The n values of `col` (op_name, name) with the most GPU time in `rows`."""
+    by = rows.groupby(col, observed=True)["dur_ns"].sum()
+    return tuple(str(x) for x in by.nlargest(n).index)

@@ -1,0 +1,108 @@
+"""Ranked recommendations: every family's rules run on one run's facts; findings are ranked
+by estimated time saved per step.
+
+A rule (analysis.rules.registry) finds its mechanism in the facts or stays silent; its
+title, fix and thresholds come from analysis.rules.catalog. Savings of different rules
+overlap (fixing one changes the others' base), so they rank, they do not add.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from analysis.facts import Facts
+from analysis.rules import distributed, fusion, host, inference, memory, precision, telemetry
+from analysis.rules.catalog import CATALOG
+from analysis.rules.registry import Rule
+
+CONFIDENCE = ("high", "medium", "low")
+RULES: dict[str, Rule] = {
+    r.id: r
+    for family in (distributed, precision, fusion, host, inference, memory, telemetry)
+    for r in family.RULES
+}
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    id: str
+    title: str
+    est_saving_ms: float
+    est_saving_pct: float
+    confidence: str
+    evidence: tuple[str, ...]
+    fix: str
+    why: str
+    kernels: tuple[str, ...]
+    ops: tuple[str, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "est_saving_pct": round(self.est_saving_pct, 3),
+            "est_saving_ms": round(self.est_saving_ms, 4),
+            "confidence": self.confidence,
+            "evidence": list(self.evidence),
+            "fix": self.fix,
+            "why": self.why,
+            "kernels": list(self.kernels),
+            "ops": list(self.ops),
+        }
+
+
+def recommend(facts: Facts) -> list[Recommendation]:
+    """Every rule that fires on the facts, largest saving first (ties: higher confidence)."""
+    out = []
+    for rule_id, fn in RULES.items():
+        found = fn(facts)
+        if found is None or found.saving_ms <= 0:  # a measured zero saving is no advice
+            continue
+        entry = CATALOG[rule_id]
+        pct = 100.0 * found.saving_ms / facts.step_ms if facts.step_ms else 0.0
+        out.append(
+            Recommendation(
+                id=rule_id,
+                title=entry.title,
+                est_saving_ms=max(found.saving_ms, 0.0),
+                est_saving_pct=max(pct, 0.0),
+                confidence=found.confidence,
+                evidence=found.evidence,
+                fix=entry.fix,
+                why=found.why,
+                kernels=found.kernels,
+                ops=found.ops,
+            )
+        )
+    return sorted(out, key=lambda r: (-r.est_saving_ms, CONFIDENCE.index(r.confidence), r.id))
+
+
+def kernels_behind(
+    facts: Facts, rec: Recommendation, n: int = 8
+) -> tuple[pd.DataFrame, int | None]:
+    """The kernels and ops a recommendation names, as the run ran them: op, kernel, count,
+    ms_per_step (the n with the most time), and the start of the first one (None when the
+    run has none of them)."""
+    k = facts.kernels
+    hit = k[k["name"].isin(rec.kernels) | k["op_name"].isin(rec.ops)]
+    if hit.empty:
+        return pd.DataFrame(columns=["op", "kernel", "count", "ms_per_step"]), None
+    top = (
+        hit.groupby(["op_name", "name"], observed=True)["dur_ns"]
+        .agg(["size", "sum"])
+        .sort_values("sum", ascending=False)
+        .head(n)
+        .reset_index()
+    )
+    table = pd.DataFrame(
+        {
+            "op": top["op_name"].astype(str),
+            "kernel": top["name"].astype(str),
+            "count": top["size"].astype(int),
+            "ms_per_step": [facts.per_step_ms(float(v)) for v in top["sum"]],
+        }
+    )
+    return table, int(hit["ts_ns"].min())

@@ -1,0 +1,49 @@
+"""What a rule is and what it returns. A rule is a function `Facts -> Finding | None`, made
+a `Rule` by `@rule("<id>")` for an id of the catalog (analysis.rules.catalog); each family
+module lists its rules in `RULES`, and analysis.rules.recommend runs every family's list."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from analysis.facts import Facts
+from analysis.rules.catalog import CATALOG
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What a rule saw: saving per step (ms), confidence, evidence lines, the measurement
+    behind the saving (`why`), and the kernels/ops it points at."""
+
+    saving_ms: float
+    confidence: str
+    evidence: tuple[str, ...]
+    why: str
+    kernels: tuple[str, ...] = ()
+    ops: tuple[str, ...] = ()
+
+
+Detect = Callable[[Facts], "Finding | None"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A catalog id and the function that looks for its mechanism in a run."""
+
+    id: str
+    detect: Detect
+
+    def __call__(self, facts: Facts) -> Finding | None:
+        return self.detect(facts)
+
+
+def rule(rule_id: str) -> Callable[[Detect], Rule]:
+    """Make a detecting function the rule of a catalog id."""
+    if rule_id not in CATALOG:
+        raise KeyError(f"{rule_id}: not in analysis.rules.catalog")
+
+    def make(fn: Detect) -> Rule:
+        return Rule(rule_id, fn)
+
+    return make

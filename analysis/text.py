@@ -1,0 +1,34 @@
+"""Numbers and names as the dashboard writes them in evidence, tables and reports."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def ms(x: float) -> str:
+    """A duration given in ms, for evidence text: 3 significant digits, in ms or µs."""
+    if abs(x) >= 1:
+        return f"{x:.3g} ms" if abs(x) < 1000 else f"{x:,.0f} ms"
+    return f"{x * 1e3:.3g} µs"
+
+
+def fmt(v: Any, digits: int = 2) -> str:
+    """A number with `digits` decimals and thousands separators; '—' when missing."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f"{v:,}"
+    return f"{float(v):,.{digits}f}"
+
+
+def fmt_sig(v: Any) -> str:
+    """Three significant digits (intensities span 0.01 to 10 000 FLOP/byte); '—' if missing."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    return f"{float(v):,.0f}" if abs(float(v)) >= 1000 else f"{float(v):.3g}"
+
+
+def clip(text: str, n: int | None) -> str:
+    """Text cut to n characters with an ellipsis (None: whole)."""
+    return text if n is None or len(text) <= n else text[: n - 1] + "…"
