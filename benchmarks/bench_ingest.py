@@ -26,12 +26,9 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import hashlib
 import json
 import os
-import platform
 import re
-import resource
 import shutil
 import statistics
 import subprocess
@@ -39,21 +36,18 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from importlib import metadata
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import psutil  # type: ignore[import-untyped]
+from ingest_report import code_version, floors, machine, markdown, summarize
+from process_meter import log, measure
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SOURCE = REPO.parent / "shared/fixtures/h200/train_gpt2_fp32_naive.pt.trace.json.gz"
 DEFAULT_WORK = REPO / "benchmarks/out"
 TRACE_NAME = "big_trace.json"
 
-FLOOR_MBPS = 60.0  # ingest throughput, uncompressed MB/s
-CEILING_RSS_BYTES = 1.5e9  # peak RSS of the ingest process tree
-FLOOR_HTA_RATIO = 8.0  # HTA load wall time / our ingest wall time
 
 # The HTA side, run as `python -c`: load only (what "loading the same file" means), no analyses.
 _HTA_SCRIPT = r"""
@@ -72,147 +66,6 @@ _INGEST_SUMMARY = re.compile(
 )
 
 
-@dataclass
-class Measurement:
-    wall_s: float
-    peak_rss_bytes: int  # the floor's number: RSS summed over the tree, every sample
-    peak_pss_bytes: int  # PSS summed over the tree (shared pages split, not double counted)
-    peak_procs: int  # most processes seen in the tree at one sample
-    samples: int
-    returncode: int
-    cpu_s: float  # user+sys CPU of the measured tree (children's rusage, waited-for ones)
-    other_cpu_s: float  # busy CPU of everything else on the machine over the run (noise)
-    loadavg_1m_before: float
-    busy_pct_before: float  # whole-machine CPU busy % in the 2 s before the start
-    sampler_cpu_s: float  # CPU this process spent sampling meanwhile (overhead on the machine)
-    started_at: str
-
-
-def measure(
-    cmd: list[str],
-    *,
-    cwd: Path,
-    interval: float,
-    pss_interval: float = 0.0,
-    wait: float = 0.0,
-    env: dict[str, str] | None = None,
-) -> tuple[Measurement, str, str]:
-    """Run `cmd`; wall time and peak summed RSS of its process tree, sampled every `interval` s.
-
-    PSS is sampled every `pss_interval` s (0: never): /proc/PID/smaps_rollup walks the page
-    tables, about 27 ms for a 1.7 GB process here, so at 20 ms it would take a core.
-    """
-    idle_pct = wait_idle(wait)
-    load = os.getloadavg()[0]
-    started = time.strftime("%H:%M:%S")
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        ru0, sys0, me0 = resource.getrusage(resource.RUSAGE_CHILDREN), _busy(), _own_cpu()
-        t0 = time.perf_counter()
-        popen = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err, env=env)
-        root = popen.pid
-        peak = pss_peak = procs_peak = samples = 0
-        next_pss = t0 + min(pss_interval, 0.5) if pss_interval > 0 else float("inf")
-        while popen.poll() is None:
-            now = time.perf_counter()
-            full = now >= next_pss
-            if full:
-                next_pss = now + pss_interval
-            total, pss, n = _tree_mem(root, full)
-            peak, procs_peak, samples = max(peak, total), max(procs_peak, n), samples + 1
-            pss_peak = max(pss_peak, pss)
-            time.sleep(max(0.0, now + interval - time.perf_counter()))
-        wall = time.perf_counter() - t0
-        ru1, sys1, me1 = resource.getrusage(resource.RUSAGE_CHILDREN), _busy(), _own_cpu()
-        cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
-        other = max(0.0, (sys1 - sys0) - cpu - (me1 - me0))
-        sampler = me1 - me0
-        out.seek(0)
-        err.seek(0)
-        stdout = out.read().decode(errors="replace")
-        stderr = err.read().decode(errors="replace")
-    m = Measurement(
-        wall, peak, pss_peak, procs_peak, samples, popen.returncode, cpu, other, load, idle_pct,
-        sampler, started,
-    )  # fmt: skip
-    return m, stdout, stderr
-
-
-def wait_idle(max_wait: float, busy_pct: float = 15.0, window: float = 2.0) -> float:
-    """Wait (at most `max_wait` s) for a `window` with the machine under `busy_pct` % CPU busy.
-
-    Returns the busy % of the last window. The machine may be shared; this keeps the runs
-    from starting in the middle of someone else's burst (it cannot stop one starting later).
-    """
-    deadline = time.monotonic() + max_wait
-    while True:
-        pct = psutil.cpu_percent(interval=window)
-        if pct < busy_pct or time.monotonic() >= deadline:
-            return float(pct)
-        _log(f"  (machine {pct:.0f}% busy; waiting for it to go idle)")
-
-
-def _busy() -> float:
-    """Busy CPU seconds of the whole machine, all cores."""
-    t = psutil.cpu_times()
-    return float(t.user + t.nice + t.system + t.irq + t.softirq + getattr(t, "steal", 0.0))
-
-
-def _own_cpu() -> float:
-    """CPU seconds of this (sampling) process."""
-    t = os.times()
-    return t.user + t.system
-
-
-_PAGE = os.sysconf("SC_PAGE_SIZE")
-_HAS_CHILDREN_FILE = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
-
-
-def _tree_mem(root: int, full: bool) -> tuple[int, int, int]:
-    """(summed RSS, summed PSS if `full` else 0, process count) of `root` and its descendants.
-
-    Reads /proc directly: psutil's children(recursive=True) scans every process on the machine
-    (about 3 ms a call here, 15% of a core at 50 Hz, on a 2-core machine the ingest needs whole).
-    """
-    rss = pss = n = 0
-    for pid in _tree_pids(root):
-        try:
-            with open(f"/proc/{pid}/statm", "rb") as fh:
-                rss += int(fh.read().split()[1]) * _PAGE
-            if full:  # smaps_rollup walks the page tables: dearer, so sparser
-                with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
-                    for line in fh:
-                        if line.startswith(b"Pss:"):
-                            pss += int(line.split()[1]) * 1024
-                            break
-            n += 1
-        except (OSError, ValueError, IndexError):  # a process that just exited
-            pass
-    return rss, pss, n
-
-
-def _tree_pids(root: int) -> list[int]:
-    if not _HAS_CHILDREN_FILE:  # kernel without CONFIG_PROC_CHILDREN
-        try:
-            proc = psutil.Process(root)
-            return [root, *(c.pid for c in proc.children(recursive=True))]
-        except psutil.Error:
-            return []
-    pids, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        pids.append(pid)
-        try:
-            for tid in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
-                    todo.extend(int(c) for c in fh.read().split())
-        except (OSError, ValueError):
-            pass
-    return pids
-
-
-# ---------------------------------------------------------------------------- the input
-
-
 def build_inputs(source: Path, work: Path, target_mb: float, rebuild: bool) -> tuple[Path, Path]:
     """The plain trace and its gzipped copy in `work`, built unless present (same recipe)."""
     work.mkdir(parents=True, exist_ok=True)
@@ -222,7 +75,7 @@ def build_inputs(source: Path, work: Path, target_mb: float, rebuild: bool) -> t
     if rebuild or not plain.exists() or not same:
         if not source.exists():
             sys.exit(f"error: source trace {source} not found (use --source)")
-        _log(f"building {plain} ({target_mb:.0f} MB) from {source}")
+        log(f"building {plain} ({target_mb:.0f} MB) from {source}")
         gz.unlink(missing_ok=True)
         subprocess.run(
             [
@@ -237,7 +90,7 @@ def build_inputs(source: Path, work: Path, target_mb: float, rebuild: bool) -> t
         )
         stamp.write_text(recipe)
     if not gz.exists():
-        _log(f"gzipping {plain} -> {gz}")
+        log(f"gzipping {plain} -> {gz}")
         tmp = gz.with_suffix(".gz.part")
         with plain.open("rb") as src, gzip.open(tmp, "wb", compresslevel=6) as dst:
             shutil.copyfileobj(src, dst, 1 << 22)
@@ -270,7 +123,7 @@ def repeat(
         run["noisy"] = run["other_cpu_s"] / run["wall_s"] > max_noise
         runs.append(run)
         rss, pss = run["peak_rss_bytes"] / 1e6, run["peak_pss_bytes"] / 1e6
-        _log(
+        log(
             f"  {label} #{len(runs)}: {run['wall_s']:.2f} s, peak RSS {rss:.0f} MB "
             f"(PSS {pss:.0f} MB, {run['peak_procs']} procs), CPU {run['cpu_s']:.1f} s, "
             f"other load {run['other_cpu_s']:.1f} CPU-s{' NOISY' if run['noisy'] else ''}"
@@ -308,167 +161,6 @@ def hta_once(
     if m.returncode != 0 or not lines:
         sys.exit(f"error: HTA load of {path} failed (exit {m.returncode}):\n{(out + err)[-3000:]}")
     return {**asdict(m), **json.loads(lines[-1].removeprefix("HTA_RESULT "))}
-
-
-def summarize(runs: list[dict[str, Any]], raw_bytes: int) -> dict[str, Any]:
-    """Times over the clean runs (all runs if none was clean); memory over all runs."""
-    clean = [r for r in runs if not r["noisy"]] or runs
-    walls = [r["wall_s"] for r in clean]
-    rss = [r["peak_rss_bytes"] for r in runs]
-    wall = statistics.median(walls)
-    return {
-        "runs": runs, "runs_timed": len(clean), "only_noisy_runs": not any(
-            not r["noisy"] for r in runs),
-        "wall_s_median": wall, "wall_s_min": min(walls), "wall_s_max": max(walls),
-        "mb_per_s_median": raw_bytes / 1e6 / wall,
-        "mb_per_s_all": [raw_bytes / 1e6 / r["wall_s"] for r in runs],
-        "peak_rss_bytes_median": int(statistics.median(rss)), "peak_rss_bytes_max": max(rss),
-        "peak_pss_bytes_max": max(r["peak_pss_bytes"] for r in runs),
-        "cpu_s_median": statistics.median(r["cpu_s"] for r in clean),
-        "other_cpu_s_max": max(r["other_cpu_s"] for r in clean),
-    }  # fmt: skip
-
-
-def floors(
-    plain: dict[str, Any], gz: dict[str, Any], hta: dict[str, Any] | None
-) -> list[dict[str, Any]]:
-    out = []
-    for label, s in (("plain .json", plain), ("gzip .json.gz", gz)):
-        v = s["mb_per_s_median"]
-        out.append(
-            {
-                "floor": f"ingest throughput, {label}",
-                "value": v,
-                "unit": "MB/s",
-                "limit": f">= {FLOOR_MBPS:g}",
-                "pass": v >= FLOOR_MBPS,
-                "margin_pct": (v / FLOOR_MBPS - 1) * 100,
-                "only_noisy_runs": s["only_noisy_runs"],
-            }
-        )
-    for label, s in (("plain .json", plain), ("gzip .json.gz", gz)):
-        v = s["peak_rss_bytes_max"]
-        out.append(
-            {
-                "floor": f"peak RSS (max of runs), {label}",
-                "value": v / 1e9,
-                "unit": "GB",
-                "limit": f"<= {CEILING_RSS_BYTES / 1e9:g}",
-                "pass": v <= CEILING_RSS_BYTES,
-                "margin_pct": (1 - v / CEILING_RSS_BYTES) * 100,
-                "only_noisy_runs": False,  # memory does not depend on the machine's other load
-            }
-        )
-    if hta is not None:
-        v = hta["wall_s_median"] / plain["wall_s_median"]
-        out.append(
-            {
-                "floor": "HTA load time / our ingest time, plain .json",
-                "value": v,
-                "unit": "x",
-                "limit": f">= {FLOOR_HTA_RATIO:g}",
-                "pass": v >= FLOOR_HTA_RATIO,
-                "margin_pct": (v / FLOOR_HTA_RATIO - 1) * 100,
-                "only_noisy_runs": plain["only_noisy_runs"] or hta["only_noisy_runs"],
-            }
-        )
-    return out
-
-
-# ---------------------------------------------------------------------------- reporting
-
-
-def code_version() -> dict[str, Any]:
-    """The commit measured, and whether the ingest's code differs from it (a shared tree)."""
-
-    def git(*a: str) -> str:
-        r = subprocess.run(["git", *a], cwd=REPO, capture_output=True, text=True)
-        return r.stdout.rstrip() if r.returncode == 0 else ""
-
-    return {
-        "commit": git("rev-parse", "HEAD"),
-        "uncommitted_changes": git(
-            "status", "--porcelain", "--", "collectors", "data"
-        ).splitlines(),
-        "sha256_12": {
-            f: hashlib.sha256((REPO / f).read_bytes()).hexdigest()[:12]
-            for f in ("collectors/ingest.py", "collectors/trace_parse.py")
-        },
-    }
-
-
-def machine() -> dict[str, Any]:
-    model = platform.processor() or "?"
-    try:
-        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-        m = re.search(r"^Model name:\s*(.+)$", lscpu, re.M)
-        model = m[1].strip() if m else model
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    versions: dict[str, str | None] = {}
-    for pkg in (
-        "msgspec",
-        "pyarrow",
-        "duckdb",
-        "numpy",
-        "pandas",
-        "psutil",
-        "holistictraceanalysis",
-    ):
-        try:
-            versions[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            versions[pkg] = None
-    return {"cpu_model": model, "logical_cpus": os.cpu_count(),
-            "memory_bytes": psutil.virtual_memory().total, "python": platform.python_version(),
-            "platform": platform.platform(), "packages": versions}  # fmt: skip
-
-
-def markdown(res: dict[str, Any]) -> str:
-    inp = res["input"]
-    lines = [
-        f"Input: `{inp['plain']}` {inp['plain_bytes'] / 1e6:.1f} MB "
-        f"(gzip copy {inp['gz_bytes'] / 1e6:.1f} MB), {inp.get('events', '?')} events; "
-        f"{res['repeats']} ingest runs each, {res['hta_repeats']} HTA run(s); "
-        f"machine: {res['machine']['cpu_model']}, {res['machine']['logical_cpus']} CPUs.",
-        "",
-        "| what | median wall s | MB/s (median) | all runs, wall s | peak RSS max (median) "
-        "| peak PSS max | CPU s (median) | other load, max CPU-s |",
-        "|---|---:|---:|---|---:|---:|---:|---:|",
-    ]
-    rows = [("ours, plain .json", res["ours_plain"]), ("ours, .json.gz", res["ours_gz"])]
-    if res.get("hta"):
-        rows.append(("HTA 0.5.0 load, plain .json", res["hta"]))
-    for label, s in rows:
-        lines.append(
-            f"| {label} | {s['wall_s_median']:.2f} | {s['mb_per_s_median']:.1f} | "
-            + ", ".join(f"{r['wall_s']:.2f}{'*' if r['noisy'] else ''}" for r in s["runs"])
-            + f" | {s['peak_rss_bytes_max'] / 1e6:.0f} MB ({s['peak_rss_bytes_median'] / 1e6:.0f})"
-            + f" | {s['peak_pss_bytes_max'] / 1e6:.0f} MB"
-            + f" | {s['cpu_s_median']:.1f} | {s['other_cpu_s_max']:.1f} |"
-        )
-    lines += [
-        "",
-        "\\* noisy run (the rest of the machine used more than "
-        f"{res['max_noise_cpus']:g} CPUs on average meanwhile): listed, not in the median "
-        "wall time; peak memory is over all runs.",
-        "",
-        "| floor | value | limit | result | margin |",
-        "|---|---:|---:|---|---:|",
-    ]
-    for f in res["floors"]:
-        verdict = ("PASS" if f["pass"] else "FAIL") + (
-            " (noisy runs only)" if f["only_noisy_runs"] else ""
-        )
-        lines.append(
-            f"| {f['floor']} | {f['value']:.2f} {f['unit']} | {f['limit']} {f['unit']} "
-            f"| {verdict} | {f['margin_pct']:+.0f}% |"
-        )
-    return "\n".join(lines)
-
-
-def _log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 def main() -> int:
@@ -556,7 +248,7 @@ def main() -> int:
     raw_bytes = plain.stat().st_size
     warm_page_cache(plain, gz)
     if os.getloadavg()[0] > 0.5:
-        _log(
+        log(
             f"warning: load average {os.getloadavg()[0]:.2f} before the runs; other work on "
             "this machine skews the numbers (see 'other load' per run)"
         )
@@ -571,13 +263,13 @@ def main() -> int:
         )
         return summarize(runs, raw_bytes)
 
-    _log(f"ingest, plain: {plain} ({raw_bytes / 1e6:.1f} MB)")
+    log(f"ingest, plain: {plain} ({raw_bytes / 1e6:.1f} MB)")
     ours_plain = ours(plain)
-    _log(f"ingest, gzip: {gz} ({gz.stat().st_size / 1e6:.1f} MB)")
+    log(f"ingest, gzip: {gz} ({gz.stat().st_size / 1e6:.1f} MB)")
     ours_gz = ours(gz)
     hta = None
     if not args.skip_hta:
-        _log(f"HTA load, plain: {plain}")
+        log(f"HTA load, plain: {plain}")
         runs = repeat(
             f"HTA load {plain.name}",
             lambda: hta_once(plain, args.interval, args.pss_interval, args.wait_idle, work),
