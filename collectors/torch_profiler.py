@@ -17,6 +17,8 @@ Every rank writes `<trace_dir>/<run>/<session>/cycle<k>/rank<N>.pt.trace.json.gz
 waits for all ranks' files of a cycle (a file rendezvous: no collective inside the training
 loop) and ingests the folder as one run with one rank per file. The trace files are kept.
 Any failure (export, store, ingest) is reported once as a warning; training goes on.
+With `ingest=False` only the trace files are written, and neither duckdb nor msgspec needs
+to be installed.
 """
 
 from __future__ import annotations
@@ -41,9 +43,6 @@ import torch
 import torch.distributed as dist
 from torch.profiler import ProfilerActivity, profile
 
-from collectors.ingest import ingest
-from data.store import DEFAULT_DATA_DIR
-
 if TYPE_CHECKING:
     from collectors.nvml_source import NvmlSource
 
@@ -67,7 +66,26 @@ class _Job:
 
 def default_data_dir() -> Path:
     """The store the dashboard reads by default: $DASH_DATA, else data/local beside app.py."""
-    return Path(os.environ.get("DASH_DATA") or _PROJECT_ROOT / DEFAULT_DATA_DIR)
+    if env := os.environ.get("DASH_DATA"):
+        return Path(env)
+    from data.store import DEFAULT_DATA_DIR  # imports duckdb: only when the default is needed
+
+    return _PROJECT_ROOT / DEFAULT_DATA_DIR
+
+
+def _store_and_traces(
+    data_dir: Path | str | None, trace_dir: Path | str | None, ingest: bool
+) -> tuple[Path | None, Path]:
+    """The store folder (None without ingest) and the root folder of the trace files.
+
+    The default store comes from data.store, which needs duckdb: it is looked up only when
+    the store, or the traces folder inside it, is used.
+    """
+    if not ingest and trace_dir is not None:
+        return None, Path(trace_dir).resolve()
+    store = Path(data_dir or default_data_dir()).resolve()
+    traces = Path(trace_dir).resolve() if trace_dir is not None else store / "traces"
+    return (store if ingest else None), traces
 
 
 def _rank_and_world() -> tuple[int, int]:
@@ -129,6 +147,7 @@ class DashboardTraceHandler:
     `trace_files` (this rank's), `holdup_s` (time each call held the training thread),
     `background_s` ((start, end) perf_counter span of each cycle's background work),
     `errors` (only the first of each kind, trace or NVML, was logged).
+    With `ingest=False` the trace files are kept and nothing is written to a store.
     """
 
     def __init__(
@@ -140,16 +159,16 @@ class DashboardTraceHandler:
         tags: dict[str, Any] | None = None,
         tokens_per_step: int | None = None,
         ingest_in: IngestIn = "process",
+        ingest: bool = True,
         rank_wait_s: float = 300.0,
         session: str | None = None,
     ) -> None:
         self.run = run
-        self.data_dir = Path(data_dir or default_data_dir()).resolve()
+        self.data_dir, root = _store_and_traces(data_dir, trace_dir, ingest)
         self.rank, self.world_size = _rank_and_world()
         self.session = session or _shared_session(self.rank, self.world_size)
         safe_run = "".join(c if c.isalnum() or c in "-_." else "_" for c in run) or "run"
-        root = Path(trace_dir) if trace_dir is not None else self.data_dir / "traces"
-        self.folder = root.resolve() / safe_run / self.session
+        self.folder = root / safe_run / self.session
         self.tags = {
             **run_metadata(self.world_size, tokens_per_step, tags),
             "session": self.session,
@@ -215,7 +234,7 @@ class DashboardTraceHandler:
         os.replace(tmp, job.final)  # a rank file appears complete or not at all
         job.raw.unlink()
         self.trace_files.append(job.final)
-        if self.rank != 0:
+        if self.rank != 0 or self.data_dir is None:
             return
         files = self._wait_for_ranks(job.final.parent)
         if len(files) < self.world_size:
@@ -223,7 +242,8 @@ class DashboardTraceHandler:
                 f"cycle {job.cycle}: {len(files)} of {self.world_size} ranks wrote a trace "
                 f"within {self.rank_wait_s:.0f} s; ingesting those"
             )
-        run_id = self._ingest(job.final.parent, {**self.tags, "cycle": str(job.cycle)})
+        tags = {**self.tags, "cycle": str(job.cycle)}
+        run_id = self._ingest(job.final.parent, self.data_dir, tags)
         if run_id:
             self.run_ids.append(run_id)
 
@@ -235,16 +255,18 @@ class DashboardTraceHandler:
                 return files
             time.sleep(0.2)
 
-    def _ingest(self, cycle_dir: Path, tags: dict[str, str]) -> str | None:
+    def _ingest(self, cycle_dir: Path, data_dir: Path, tags: dict[str, str]) -> str | None:
         if self.ingest_in == "thread":
+            from collectors.ingest import ingest  # duckdb and msgspec: only where a run is stored
+
             try:
-                return ingest([cycle_dir], data_dir=self.data_dir, name=self.run, tags=tags)
+                return ingest([cycle_dir], data_dir=data_dir, name=self.run, tags=tags)
             except Exception as e:
                 self.report(f"ingest of {cycle_dir} failed: {e}")
                 return None
         # A child process: the parse holds a GIL and memory that the training loop needs.
         cmd = [sys.executable, "-m", "collectors.ingest", str(cycle_dir)]
-        cmd += ["--data", str(self.data_dir), "--name", self.run]
+        cmd += ["--data", str(data_dir), "--name", self.run]
         cmd += [arg for k, v in tags.items() for arg in ("--tag", f"{k}={v}")]
         done = subprocess.run(cmd, capture_output=True, text=True, cwd=_PROJECT_ROOT, check=False)
         lines = done.stdout.strip().splitlines()
@@ -264,7 +286,7 @@ class DashboardProfile(profile):
 
 
 def _start_nvml(
-    handler: DashboardTraceHandler, interval_s: float, source: NvmlSource | None
+    handler: DashboardTraceHandler, data_dir: Path, interval_s: float, source: NvmlSource | None
 ) -> _Sampler | None:
     """One NVML sampler per host (local rank 0), its samples tagged with the run and session."""
     if int(os.environ.get("LOCAL_RANK", str(handler.rank))) != 0:
@@ -273,7 +295,7 @@ def _start_nvml(
         from collectors.nvml import NvmlSampler  # the agent's sampler; imports pynvml
 
         sampler: _Sampler = NvmlSampler(
-            handler.data_dir,
+            data_dir,
             interval_s=interval_s,
             tags={"run": handler.run, "session": handler.session},
             source=source,
@@ -300,6 +322,7 @@ def profile_to_dashboard(
     nvml_interval_s: float = 1.0,
     nvml_source: NvmlSource | None = None,
     ingest_in: IngestIn = "process",
+    ingest: bool = True,
     rank_wait_s: float = 300.0,
     session: str | None = None,
     **profile_kwargs: Any,
@@ -319,6 +342,9 @@ def profile_to_dashboard(
         nvml_interval_s: NVML sampling interval.
         nvml_source: samples from elsewhere than this host's GPUs (a ReplaySource recording).
         ingest_in: "process" (default, measured in BENCHMARKS.md) or "thread".
+        ingest: False keeps the trace files only (in trace_dir): no store, no ingest, and
+            neither duckdb nor msgspec is imported (pass trace_dir or data_dir: the default
+            store folder is data.store's).
         rank_wait_s: how long rank 0 waits for the other ranks' traces of a cycle.
         session: id shared by the ranks (default: broadcast from rank 0, or torchrun's).
         **profile_kwargs: passed on to torch.profiler.profile (profile_memory, with_stack…).
@@ -326,6 +352,8 @@ def profile_to_dashboard(
     Yields the profile; call `prof.step()` once per step. On exit it waits for the ingests;
     `prof.dashboard` then holds run ids, trace files, hold-up times and errors.
     """
+    if nvml and not ingest:
+        raise ValueError("nvml=True writes its samples to the store: it needs ingest=True")
     handler = DashboardTraceHandler(
         run,
         data_dir=data_dir,
@@ -333,6 +361,7 @@ def profile_to_dashboard(
         tags=tags,
         tokens_per_step=tokens_per_step,
         ingest_in=ingest_in,
+        ingest=ingest,
         rank_wait_s=rank_wait_s,
         session=session,
     )
@@ -340,7 +369,8 @@ def profile_to_dashboard(
         activities = [ProfilerActivity.CPU]
         if torch.cuda.is_available():
             activities.append(ProfilerActivity.CUDA)
-    sampler = _start_nvml(handler, nvml_interval_s, nvml_source) if nvml else None
+    store = handler.data_dir  # None only without ingest, which nvml was refused above
+    sampler = _start_nvml(handler, store, nvml_interval_s, nvml_source) if nvml and store else None
     prof = DashboardProfile(
         handler,
         activities=list(activities),

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import socket
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -207,6 +209,53 @@ def test_corrupt_trace_in_the_run_folder_fails_ingest_not_training(tmp_path: Pat
     assert len(h.run_ids) == 1  # cycle 2 was not affected
     assert (cycle_dir / "rank0.pt.trace.json.gz").is_file()
     assert Store(data).run_summary(h.run_ids[0])["tags"]["cycle"] == "2"
+
+
+def test_traces_only_without_duckdb_or_msgspec(tmp_path: Path) -> None:
+    """ingest=False, as on a GPU machine that has torch but not the dashboard's dependencies:
+    the store's modules are never imported, the traces land in trace_dir, no store is made."""
+    script = f"""
+import sys
+for name in ("duckdb", "msgspec", "pyarrow"):
+    sys.modules[name] = None  # any import of them raises ImportError
+sys.path.insert(0, {str(REPO)!r})
+import torch
+from collectors.torch_profiler import profile_to_dashboard
+model = torch.nn.Linear(64, 10)
+with profile_to_dashboard(
+    "no-store", ingest=False, trace_dir="traces",
+    schedule=torch.profiler.schedule(wait=3, warmup=1, active=2, repeat=1),
+) as prof:
+    for _ in range(8):
+        model(torch.randn(32, 64)).sum().backward()
+        prof.step()
+assert prof.dashboard.errors == [], prof.dashboard.errors
+assert prof.dashboard.run_ids == []
+assert "collectors.ingest" not in sys.modules and "data.store" not in sys.modules
+print(*prof.dashboard.trace_files)
+"""
+    env = {k: v for k, v in os.environ.items() if k != "DASH_DATA"}
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    (trace,) = (Path(f) for f in done.stdout.split())
+    assert trace.is_relative_to(tmp_path / "traces")
+    assert raw_rank(trace).steps == {4, 5}  # a readable trace of the active steps
+    assert [p.name for p in tmp_path.iterdir()] == ["traces"]  # no store folder anywhere
+
+
+def test_nvml_needs_the_store(tmp_path: Path) -> None:
+    with (
+        pytest.raises(ValueError, match="needs ingest=True"),
+        profile_to_dashboard(RUN, ingest=False, trace_dir=tmp_path, nvml=True),
+    ):
+        pass
 
 
 def _ddp_rank(rank: int, world: int, port: int, data: str, model_seed: int) -> None:
