@@ -17,32 +17,39 @@ Every rank writes `<trace_dir>/<run>/<session>/cycle<k>/rank<N>.pt.trace.json.gz
 waits for all ranks' files of a cycle (a file rendezvous: no collective inside the training
 loop) and ingests the folder as one run with one rank per file. The trace files are kept.
 Any failure (export, store, ingest) is reported once as a warning; training goes on.
+
+The profiler's own overhead (record_shapes, profile_memory: steps 1.2-2.1x slower) is no
+saving to recommend, so `DashboardProfile` also times the steps it does not record (the
+schedule's wait steps, at least `unprofiled_steps` of them before the first cycle) and each
+cycle's trace carries their median under the top-level key "dashboardUnprofiledSteps"
+(docs/decisions.md D7). With `ingest=False` only the trace files are written, and neither
+duckdb nor msgspec needs to be installed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gzip
+import json
 import logging
 import os
 import queue
 import secrets
 import shutil
+import statistics
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import torch
 import torch.distributed as dist
-from torch.profiler import ProfilerActivity, profile
-
-from collectors.ingest import ingest
-from data.store import DEFAULT_DATA_DIR
+from torch.profiler import ProfilerAction, ProfilerActivity, profile
 
 if TYPE_CHECKING:
     from collectors.nvml_source import NvmlSource
@@ -50,6 +57,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 IngestIn = Literal["process", "thread"]
+StepClock = Literal["cuda_event", "host"]
+Schedule = Callable[[int], ProfilerAction]
+UNPROFILED_KEY = "dashboardUnprofiledSteps"  # top-level trace key, before traceEvents
+# Steps kept per wait window: after a schedule's last cycle every step is a wait step, and a
+# long run must not keep a CUDA event per step. The median is of the window's latest steps.
+MAX_TIMED_STEPS = 1000
 _PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -59,15 +72,44 @@ class _Sampler(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class UnprofiledSteps:
+    """The steps of one wait window that ran without the profiler recording them."""
+
+    median_ms: float
+    count: int
+    clock: StepClock  # CUDA events on the current stream, or the host's perf_counter
+
+
+@dataclass(frozen=True, slots=True)
 class _Job:
     cycle: int
     raw: Path  # the plain JSON export, gzipped into `final` off the training thread
     final: Path
+    unprofiled: UnprofiledSteps | None  # written into the trace as UNPROFILED_KEY
 
 
 def default_data_dir() -> Path:
     """The store the dashboard reads by default: $DASH_DATA, else data/local beside app.py."""
-    return Path(os.environ.get("DASH_DATA") or _PROJECT_ROOT / DEFAULT_DATA_DIR)
+    if env := os.environ.get("DASH_DATA"):
+        return Path(env)
+    from data.store import DEFAULT_DATA_DIR  # imports duckdb: only when the default is needed
+
+    return _PROJECT_ROOT / DEFAULT_DATA_DIR
+
+
+def _store_and_traces(
+    data_dir: Path | str | None, trace_dir: Path | str | None, ingest: bool
+) -> tuple[Path | None, Path]:
+    """The store folder (None without ingest) and the root folder of the trace files.
+
+    The default store comes from data.store, which needs duckdb: it is looked up only when
+    the store, or the traces folder inside it, is used.
+    """
+    if not ingest and trace_dir is not None:
+        return None, Path(trace_dir).resolve()
+    store = Path(data_dir or default_data_dir()).resolve()
+    traces = Path(trace_dir).resolve() if trace_dir is not None else store / "traces"
+    return (store if ingest else None), traces
 
 
 def _rank_and_world() -> tuple[int, int]:
@@ -128,7 +170,9 @@ class DashboardTraceHandler:
     "run"))`; call `close()` after the profile ends. After `close()`: `run_ids` (rank 0),
     `trace_files` (this rank's), `holdup_s` (time each call held the training thread),
     `background_s` ((start, end) perf_counter span of each cycle's background work),
-    `errors` (only the first of each kind, trace or NVML, was logged).
+    `unprofiled` (each cycle's unprofiled reference; None under a plain profile, which times
+    no steps), `errors` (only the first of each kind, trace or NVML, was logged).
+    With `ingest=False` the trace files are kept and nothing is written to a store.
     """
 
     def __init__(
@@ -140,16 +184,16 @@ class DashboardTraceHandler:
         tags: dict[str, Any] | None = None,
         tokens_per_step: int | None = None,
         ingest_in: IngestIn = "process",
+        ingest: bool = True,
         rank_wait_s: float = 300.0,
         session: str | None = None,
     ) -> None:
         self.run = run
-        self.data_dir = Path(data_dir or default_data_dir()).resolve()
+        self.data_dir, root = _store_and_traces(data_dir, trace_dir, ingest)
         self.rank, self.world_size = _rank_and_world()
         self.session = session or _shared_session(self.rank, self.world_size)
         safe_run = "".join(c if c.isalnum() or c in "-_." else "_" for c in run) or "run"
-        root = Path(trace_dir) if trace_dir is not None else self.data_dir / "traces"
-        self.folder = root.resolve() / safe_run / self.session
+        self.folder = root / safe_run / self.session
         self.tags = {
             **run_metadata(self.world_size, tokens_per_step, tags),
             "session": self.session,
@@ -160,6 +204,7 @@ class DashboardTraceHandler:
         self.trace_files: list[Path] = []
         self.holdup_s: list[float] = []
         self.background_s: list[tuple[float, float]] = []
+        self.unprofiled: list[UnprofiledSteps | None] = []
         self.errors: list[str] = []
         self._reported: set[str] = set()
         self._cycle = 0
@@ -174,10 +219,16 @@ class DashboardTraceHandler:
         cycle_dir = self.folder / f"cycle{self._cycle}"
         final = cycle_dir / f"rank{self.rank}.pt.trace.json.gz"
         raw = cycle_dir / f".rank{self.rank}.pt.trace.json"  # hidden: not yet a rank file
+        unprofiled = None
+        try:
+            unprofiled = prof.unprofiled_steps() if isinstance(prof, DashboardProfile) else None
+        except Exception as e:  # the trace is still worth having without its reference
+            self.report(f"cycle {self._cycle}: timing the unprofiled steps failed: {e}")
+        self.unprofiled.append(unprofiled)
         try:
             cycle_dir.mkdir(parents=True, exist_ok=True)
             prof.export_chrome_trace(str(raw))
-            self._jobs.put(_Job(self._cycle, raw, final))
+            self._jobs.put(_Job(self._cycle, raw, final, unprofiled))
         except Exception as e:  # training goes on whatever the export hit
             self.report(f"cycle {self._cycle}: export to {raw} failed: {e}")
         self.holdup_s.append(time.perf_counter() - t0)
@@ -211,11 +262,16 @@ class DashboardTraceHandler:
     def _finish(self, job: _Job) -> None:
         tmp = job.final.with_name(f".{job.final.name}.tmp")
         with job.raw.open("rb") as src, gzip.open(tmp, "wb", compresslevel=6) as dst:
+            if job.unprofiled is not None:
+                head = src.read(64).lstrip()  # torch 2.13 writes " {"
+                if not head.startswith(b"{"):
+                    raise ValueError(f"{job.raw}: the profiler's export does not start with '{{'")
+                dst.write(_opening_with(UNPROFILED_KEY, asdict(job.unprofiled)) + head[1:])
             shutil.copyfileobj(src, dst, 1 << 20)
         os.replace(tmp, job.final)  # a rank file appears complete or not at all
         job.raw.unlink()
         self.trace_files.append(job.final)
-        if self.rank != 0:
+        if self.rank != 0 or self.data_dir is None:
             return
         files = self._wait_for_ranks(job.final.parent)
         if len(files) < self.world_size:
@@ -223,7 +279,8 @@ class DashboardTraceHandler:
                 f"cycle {job.cycle}: {len(files)} of {self.world_size} ranks wrote a trace "
                 f"within {self.rank_wait_s:.0f} s; ingesting those"
             )
-        run_id = self._ingest(job.final.parent, {**self.tags, "cycle": str(job.cycle)})
+        tags = {**self.tags, "cycle": str(job.cycle)}
+        run_id = self._ingest(job.final.parent, self.data_dir, tags)
         if run_id:
             self.run_ids.append(run_id)
 
@@ -235,16 +292,18 @@ class DashboardTraceHandler:
                 return files
             time.sleep(0.2)
 
-    def _ingest(self, cycle_dir: Path, tags: dict[str, str]) -> str | None:
+    def _ingest(self, cycle_dir: Path, data_dir: Path, tags: dict[str, str]) -> str | None:
         if self.ingest_in == "thread":
+            from collectors.ingest import ingest  # duckdb and msgspec: only where a run is stored
+
             try:
-                return ingest([cycle_dir], data_dir=self.data_dir, name=self.run, tags=tags)
+                return ingest([cycle_dir], data_dir=data_dir, name=self.run, tags=tags)
             except Exception as e:
                 self.report(f"ingest of {cycle_dir} failed: {e}")
                 return None
         # A child process: the parse holds a GIL and memory that the training loop needs.
         cmd = [sys.executable, "-m", "collectors.ingest", str(cycle_dir)]
-        cmd += ["--data", str(self.data_dir), "--name", self.run]
+        cmd += ["--data", str(data_dir), "--name", self.run]
         cmd += [arg for k, v in tags.items() for arg in ("--tag", f"{k}={v}")]
         done = subprocess.run(cmd, capture_output=True, text=True, cwd=_PROJECT_ROOT, check=False)
         lines = done.stdout.strip().splitlines()
@@ -255,16 +314,109 @@ class DashboardTraceHandler:
         return lines[-1]
 
 
-class DashboardProfile(profile):
-    """A torch.profiler.profile whose `dashboard` handler sends each cycle to the store."""
+def _opening_with(key: str, value: Any) -> bytes:
+    """`{"key": value,`: the opening of a JSON object whose first key is `key`.
 
-    def __init__(self, handler: DashboardTraceHandler, **kwargs: Any) -> None:
-        super().__init__(on_trace_ready=handler, **kwargs)
+    The trace's own keys follow, so the key comes before traceEvents, where the ingest keeps
+    every top-level key in the rank's trace_metadata (collectors/trace_parse.py, _header).
+    """
+    return b"{" + json.dumps({key: value})[1:-1].encode() + b","
+
+
+def _with_unprofiled_prefix(schedule: Schedule, steps: int) -> Schedule:
+    """The schedule itself if its first `steps` steps are all NONE, else shifted by `steps`."""
+    if all(schedule(i) == ProfilerAction.NONE for i in range(steps)):
+        return schedule
+    return lambda step: ProfilerAction.NONE if step < steps else schedule(step - steps)
+
+
+class _StepTimer:
+    """Step-boundary marks: CUDA events recorded on the current stream, else host ns.
+
+    An event records without waiting for the GPU, so the loop keeps its own pace (a
+    synchronize at each boundary would change a loop that has none). Elapsed times are read
+    only when a cycle is exported, long after its wait window ended.
+    """
+
+    def __init__(self) -> None:
+        self.clock: StepClock = "cuda_event" if torch.cuda.is_available() else "host"
+
+    def mark(self) -> Any:
+        """A boundary: a recorded torch.cuda.Event, or perf_counter_ns."""
+        if self.clock == "host":
+            return time.perf_counter_ns()
+        event = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+        event.record()
+        return event
+
+    def elapsed_ms(self, spans: Sequence[tuple[Any, Any]]) -> list[float]:
+        """Milliseconds of each (start, end) span of marks."""
+        if self.clock == "host":
+            return [(end - start) / 1e6 for start, end in spans]
+        spans[-1][1].synchronize()
+        return [float(start.elapsed_time(end)) for start, end in spans]
+
+
+class DashboardProfile(profile):
+    """A torch.profiler.profile whose `dashboard` handler sends each cycle to the store.
+
+    It also times every step it does not record (action NONE), from the previous step
+    boundary (`start()` is the first) to the `step()` that ends it, so each cycle's trace
+    carries the unprofiled step time of the same workload (`unprofiled_steps()`; of the
+    latest MAX_TIMED_STEPS steps of a longer wait window). A schedule
+    whose first `unprofiled_steps` steps are not all NONE is shifted by that many steps.
+    With `schedule=None` every step is recorded and nothing is timed.
+    """
+
+    def __init__(
+        self,
+        handler: DashboardTraceHandler,
+        *,
+        schedule: Schedule | None = None,
+        unprofiled_steps: int = 3,
+        **kwargs: Any,
+    ) -> None:
+        if unprofiled_steps < 0:
+            raise ValueError(f"unprofiled_steps={unprofiled_steps!r}: need 0 or more")
+        if schedule is not None:
+            schedule = _with_unprofiled_prefix(schedule, unprofiled_steps)
+        super().__init__(on_trace_ready=handler, schedule=schedule, **kwargs)
         self.dashboard = handler
+        self._timer = _StepTimer()
+        self._step_start: Any = None  # the mark that began the current step, if unprofiled
+        # the current, else latest, wait window's (start, end) marks
+        self._window: deque[tuple[Any, Any]] = deque(maxlen=MAX_TIMED_STEPS)
+
+    def start(self) -> None:
+        """Start profiling; the first step begins here."""
+        super().start()
+        if self.current_action == ProfilerAction.NONE:
+            self._step_start = self._timer.mark()
+
+    def step(self) -> None:
+        """End the current step (timed if it ran unprofiled) and begin the next."""
+        end = None
+        if self._step_start is not None:
+            end = self._timer.mark()
+            self._window.append((self._step_start, end))
+        super().step()  # may export a cycle, whose trace reads the window
+        self._step_start = None
+        if self.current_action == ProfilerAction.NONE:
+            if end is None:  # the first step of a new wait window
+                self._window.clear()
+            # after super().step(): a cycle's export is no part of the next step
+            self._step_start = end if end is not None else self._timer.mark()
+
+    def unprofiled_steps(self) -> UnprofiledSteps | None:
+        """The latest wait window's unprofiled steps; None if no step has run unprofiled."""
+        if not self._window:
+            return None
+        ms = self._timer.elapsed_ms(self._window)
+        return UnprofiledSteps(statistics.median(ms), len(ms), self._timer.clock)
 
 
 def _start_nvml(
-    handler: DashboardTraceHandler, interval_s: float, source: NvmlSource | None
+    handler: DashboardTraceHandler, data_dir: Path, interval_s: float, source: NvmlSource | None
 ) -> _Sampler | None:
     """One NVML sampler per host (local rank 0), its samples tagged with the run and session."""
     if int(os.environ.get("LOCAL_RANK", str(handler.rank))) != 0:
@@ -273,7 +425,7 @@ def _start_nvml(
         from collectors.nvml import NvmlSampler  # the agent's sampler; imports pynvml
 
         sampler: _Sampler = NvmlSampler(
-            handler.data_dir,
+            data_dir,
             interval_s=interval_s,
             tags={"run": handler.run, "session": handler.session},
             source=source,
@@ -300,6 +452,8 @@ def profile_to_dashboard(
     nvml_interval_s: float = 1.0,
     nvml_source: NvmlSource | None = None,
     ingest_in: IngestIn = "process",
+    ingest: bool = True,
+    unprofiled_steps: int = 3,
     rank_wait_s: float = 300.0,
     session: str | None = None,
     **profile_kwargs: Any,
@@ -312,20 +466,29 @@ def profile_to_dashboard(
         trace_dir: where trace files are kept (default `<data_dir>/traces`).
         tags: user metadata, added to the run's tags (values become strings).
         tokens_per_step: tokens processed per step, for tokens/s.
-        schedule: a `torch.profiler.schedule(...)`; None profiles the whole block as one cycle.
+        schedule: a `torch.profiler.schedule(...)`; None profiles the whole block as one cycle
+            (and then no step runs unprofiled: the traces carry no unprofiled reference).
         activities: default CPU, plus CUDA when a GPU is present.
         record_shapes: on by default: the roofline needs operator input shapes.
         nvml: also sample NVML on this host for the profiled window (collectors.nvml).
         nvml_interval_s: NVML sampling interval.
         nvml_source: samples from elsewhere than this host's GPUs (a ReplaySource recording).
         ingest_in: "process" (default, measured in BENCHMARKS.md) or "thread".
+        ingest: False keeps the trace files only (in trace_dir): no store, no ingest, and
+            neither duckdb nor msgspec is imported (pass trace_dir or data_dir: the default
+            store folder is data.store's).
+        unprofiled_steps: at least this many steps run unprofiled and are timed before the
+            first cycle; the schedule is shifted by this many steps when it has fewer.
         rank_wait_s: how long rank 0 waits for the other ranks' traces of a cycle.
         session: id shared by the ranks (default: broadcast from rank 0, or torchrun's).
         **profile_kwargs: passed on to torch.profiler.profile (profile_memory, with_stack…).
 
     Yields the profile; call `prof.step()` once per step. On exit it waits for the ingests;
-    `prof.dashboard` then holds run ids, trace files, hold-up times and errors.
+    `prof.dashboard` then holds run ids, trace files, hold-up times, the unprofiled
+    references and errors.
     """
+    if nvml and not ingest:
+        raise ValueError("nvml=True writes its samples to the store: it needs ingest=True")
     handler = DashboardTraceHandler(
         run,
         data_dir=data_dir,
@@ -333,6 +496,7 @@ def profile_to_dashboard(
         tags=tags,
         tokens_per_step=tokens_per_step,
         ingest_in=ingest_in,
+        ingest=ingest,
         rank_wait_s=rank_wait_s,
         session=session,
     )
@@ -340,11 +504,13 @@ def profile_to_dashboard(
         activities = [ProfilerActivity.CPU]
         if torch.cuda.is_available():
             activities.append(ProfilerActivity.CUDA)
-    sampler = _start_nvml(handler, nvml_interval_s, nvml_source) if nvml else None
+    store = handler.data_dir  # None only without ingest, which nvml was refused above
+    sampler = _start_nvml(handler, store, nvml_interval_s, nvml_source) if nvml and store else None
     prof = DashboardProfile(
         handler,
         activities=list(activities),
         schedule=schedule,
+        unprofiled_steps=unprofiled_steps,
         record_shapes=record_shapes,
         **profile_kwargs,
     )

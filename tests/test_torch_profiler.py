@@ -6,10 +6,14 @@ ingests traces that tools/verify_profiler_gpu.py recorded through the hook on H2
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
+import os
 import socket
 import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +24,7 @@ torch = pytest.importorskip("torch")
 
 from collectors.ingest import ingest  # noqa: E402
 from collectors.torch_profiler import (  # noqa: E402
+    UNPROFILED_KEY,
     DashboardTraceHandler,
     profile_to_dashboard,
 )
@@ -57,14 +62,27 @@ def schedule() -> Any:
     return torch.profiler.schedule(wait=1, warmup=1, active=2, repeat=2)
 
 
+def trace_doc(path: Path) -> dict[str, Any]:
+    """A gzipped trace's top-level object, keys in file order."""
+    doc = json.loads(gzip.decompress(path.read_bytes()))
+    assert isinstance(doc, dict)
+    return doc
+
+
 def test_each_cycle_becomes_a_run_with_steps_shapes_and_tags(tmp_path: Path) -> None:
     data = tmp_path / "store"
     with profile_to_dashboard(
-        RUN, data_dir=data, schedule=schedule(), tokens_per_step=32, tags={"team": "perf"}
+        RUN,
+        data_dir=data,
+        schedule=schedule(),
+        unprofiled_steps=1,  # the schedule's one wait step is enough: not shifted
+        tokens_per_step=32,
+        tags={"team": "perf"},
     ) as prof:
         assert train(prof, 10) == 10
     h = prof.dashboard
     assert h.errors == []
+    assert [u.count if u else 0 for u in h.unprofiled] == [1, 1]  # each cycle's wait step
     assert len(h.run_ids) == 2
     assert len(h.holdup_s) == 2  # one export per cycle on the training thread
     assert [f.relative_to(h.folder).as_posix() for f in h.trace_files] == [
@@ -209,6 +227,144 @@ def test_corrupt_trace_in_the_run_folder_fails_ingest_not_training(tmp_path: Pat
     assert Store(data).run_summary(h.run_ids[0])["tags"]["cycle"] == "2"
 
 
+def test_wait_steps_are_timed_into_the_trace_and_the_store(tmp_path: Path) -> None:
+    """The three wait steps' median is in the trace's header, which the ingest keeps in
+    ranks.trace_metadata."""
+    with profile_to_dashboard(
+        RUN,
+        ingest=False,
+        trace_dir=tmp_path / "traces",
+        schedule=torch.profiler.schedule(wait=3, warmup=1, active=2, repeat=1),
+    ) as prof:
+        assert train(prof, 8) == 8
+    h = prof.dashboard
+    assert h.errors == []
+    (unprofiled,) = h.unprofiled
+    assert unprofiled is not None
+    assert (unprofiled.count, unprofiled.clock) == (3, "host")  # steps 0-2; not 3-5
+    assert unprofiled.median_ms > 0
+    (trace,) = h.trace_files
+    doc = trace_doc(trace)
+    assert next(iter(doc)) == UNPROFILED_KEY  # first, so before traceEvents
+    expected = {"median_ms": unprofiled.median_ms, "count": 3, "clock": "host"}
+    assert doc[UNPROFILED_KEY] == expected
+    assert raw_rank(trace).steps == {4, 5}  # the schedule as given: it has 3 wait steps
+
+    data = tmp_path / "store"
+    run_id = ingest([trace], data_dir=data)
+    (row,) = Store(data).rows("SELECT trace_metadata FROM ranks WHERE run_id = ?", [run_id])
+    assert json.loads(row["trace_metadata"])[UNPROFILED_KEY] == expected
+
+
+def test_unprofiled_median_is_the_step_time(tmp_path: Path) -> None:
+    """Steps that sleep 20 ms: the hook's median is the loop's own, timed at the same points."""
+    own_ms = []
+    with profile_to_dashboard(
+        RUN,
+        ingest=False,
+        trace_dir=tmp_path,
+        schedule=torch.profiler.schedule(wait=3, warmup=1, active=2, repeat=1),
+    ) as prof:
+        t0 = time.perf_counter_ns()
+        for _ in range(6):
+            time.sleep(0.020)
+            prof.step()
+            own_ms.append((time.perf_counter_ns() - t0) / 1e6)
+            t0 = time.perf_counter_ns()
+    (unprofiled,) = prof.dashboard.unprofiled
+    assert unprofiled is not None
+    assert 19.9 < unprofiled.median_ms < 25.0  # a sleep wakes late on a loaded VM, a little
+    assert abs(unprofiled.median_ms - sorted(own_ms[:3])[1]) < 1.0
+
+
+def test_schedule_without_wait_steps_is_shifted_by_three_unprofiled_steps(tmp_path: Path) -> None:
+    with profile_to_dashboard(
+        RUN,
+        ingest=False,
+        trace_dir=tmp_path,
+        schedule=torch.profiler.schedule(wait=0, warmup=1, active=3, repeat=1),
+    ) as prof:
+        assert train(prof, 8) == 8
+    h = prof.dashboard
+    assert h.errors == []
+    assert [u.count if u else 0 for u in h.unprofiled] == [3]
+    (trace,) = h.trace_files
+    assert raw_rank(trace).steps == {4, 5, 6}  # steps 0-2 unprofiled, 3 warmup, 4-6 active
+    assert trace_doc(trace)[UNPROFILED_KEY]["count"] == 3
+
+
+def test_a_long_wait_window_keeps_its_latest_steps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a schedule's last cycle every step waits: the timer keeps a bounded window."""
+    monkeypatch.setattr("collectors.torch_profiler.MAX_TIMED_STEPS", 2)
+    with profile_to_dashboard(
+        RUN,
+        ingest=False,
+        trace_dir=tmp_path,
+        schedule=torch.profiler.schedule(wait=5, warmup=1, active=1, repeat=1),
+    ) as prof:
+        assert train(prof, 8) == 8
+    assert [u.count if u else 0 for u in prof.dashboard.unprofiled] == [2]
+
+
+def test_whole_block_profiled_has_no_unprofiled_reference(tmp_path: Path) -> None:
+    with profile_to_dashboard(RUN, ingest=False, trace_dir=tmp_path) as prof:
+        assert train(prof, 3) == 3
+    h = prof.dashboard
+    assert (h.errors, h.unprofiled) == ([], [None])
+    (trace,) = h.trace_files
+    assert UNPROFILED_KEY not in trace_doc(trace)
+
+
+def test_traces_only_without_duckdb_or_msgspec(tmp_path: Path) -> None:
+    """ingest=False, as on a GPU machine that has torch but not the dashboard's dependencies:
+    the store's modules are never imported, the traces land in trace_dir, no store is made."""
+    script = f"""
+import sys
+for name in ("duckdb", "msgspec", "pyarrow"):
+    sys.modules[name] = None  # any import of them raises ImportError
+sys.path.insert(0, {str(REPO)!r})
+import torch
+from collectors.torch_profiler import profile_to_dashboard
+model = torch.nn.Linear(64, 10)
+with profile_to_dashboard(
+    "no-store", ingest=False, trace_dir="traces",
+    schedule=torch.profiler.schedule(wait=3, warmup=1, active=2, repeat=1),
+) as prof:
+    for _ in range(8):
+        model(torch.randn(32, 64)).sum().backward()
+        prof.step()
+assert prof.dashboard.errors == [], prof.dashboard.errors
+assert prof.dashboard.run_ids == []
+assert "collectors.ingest" not in sys.modules and "data.store" not in sys.modules
+print(*prof.dashboard.trace_files)
+"""
+    env = {k: v for k, v in os.environ.items() if k != "DASH_DATA"}
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    (trace,) = (Path(f) for f in done.stdout.split())
+    assert trace.is_relative_to(tmp_path / "traces")
+    assert raw_rank(trace).steps == {4, 5}  # a readable trace of the active steps
+    assert trace_doc(trace)[UNPROFILED_KEY]["count"] == 3
+    assert [p.name for p in tmp_path.iterdir()] == ["traces"]  # no store folder anywhere
+
+
+def test_nvml_needs_the_store(tmp_path: Path) -> None:
+    with (
+        pytest.raises(ValueError, match="needs ingest=True"),
+        profile_to_dashboard(RUN, ingest=False, trace_dir=tmp_path, nvml=True),
+    ):
+        pass
+
+
 def _ddp_rank(rank: int, world: int, port: int, data: str, model_seed: int) -> None:
     import torch.distributed as dist
 
@@ -222,6 +378,7 @@ def _ddp_rank(rank: int, world: int, port: int, data: str, model_seed: int) -> N
         "ddp-cpu",
         data_dir=data,
         schedule=torch.profiler.schedule(wait=1, warmup=1, active=2, repeat=1),
+        unprofiled_steps=1,
         rank_wait_s=60,
     ) as prof:
         train(prof, 5, model=ddp)
