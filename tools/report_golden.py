@@ -42,7 +42,9 @@ def runs() -> dict[str, list[Path]]:
         for f in sorted(base.rglob("*.json.gz")):
             one_rank_folder = f.parent != base and f.name.startswith("rank")
             key = str((f.parent if one_rank_folder else f).relative_to(REPO))
-            out.setdefault(key + ("/" if one_rank_folder else ""), [f.parent if one_rank_folder else f])
+            out.setdefault(
+                key + ("/" if one_rank_folder else ""), [f.parent if one_rank_folder else f]
+            )
     return out
 
 
@@ -71,7 +73,7 @@ def main() -> int:
         _cli("collectors.calibrate", "--import", FIXTURES / "h200/ceilings.json", "--data", data)
         todo = runs()
         with ThreadPoolExecutor(2) as pool:
-            found = dict(zip(todo, pool.map(lambda p: digest(p, data), todo.values())))
+            found = dict(zip(todo, pool.map(lambda p: digest(p, data), todo.values()), strict=True))
     if args.check:
         want = json.loads(OUT.read_text())
         drift = sorted(k for k in want.keys() | found.keys() if want.get(k) != found.get(k))
