@@ -28,7 +28,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from collectors.trace_parse import RankTrace, metadata_json, parse_trace
+from collectors.parse import RankTrace, metadata_json, parse_trace
 from data.errors import DashError, DuplicateTraceError, TraceFormatError
 from data.lake import Lake
 from data.schema import SCHEMA_VERSION, TABLES, arrow_schema
