@@ -392,7 +392,8 @@ def code_version() -> dict[str, Any]:
         ).splitlines(),
         "sha256_12": {
             str(f.relative_to(REPO)): hashlib.sha256(f.read_bytes()).hexdigest()[:12]
-            for f in [REPO / "collectors/ingest.py", *sorted(REPO.glob("collectors/parse/*.py"))]
+            for package in ("collectors/ingest", "collectors/parse")
+            for f in sorted((REPO / package).glob("*.py"))
         },
     }
 
