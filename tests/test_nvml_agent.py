@@ -25,7 +25,8 @@ from conftest import FIXTURES, HAVE_FIXTURES, REPO, SAMPLES
 
 import collectors.nvml as agent
 from collectors.nvml import NvmlSampler
-from collectors.nvml_source import GpuLostError, PynvmlSource, ReplaySource, _Gpu
+from collectors.nvml_source import GpuLostError, PynvmlSource, ReplaySource
+from collectors.nvml_source.gpu import _Gpu
 from data.errors import DashError, NvmlUnavailableError, RecordingFormatError
 from data.store import Store
 
