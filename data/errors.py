@@ -12,7 +12,12 @@ class TraceFormatError(DashError):
 
 
 class DuplicateTraceError(DashError):
-    """The same trace content was already ingested."""
+    """The same trace content was already ingested: `run_id` is the run that holds it (None
+    while another ingest of it is still running)."""
+
+    def __init__(self, message: str, *, run_id: str | None) -> None:
+        super().__init__(message)
+        self.run_id = run_id
 
 
 class SchemaVersionError(DashError):

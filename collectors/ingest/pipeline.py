@@ -110,7 +110,9 @@ def ingest(
         what = str(in_paths[0]) if len(in_paths) == 1 else f"{in_paths[0]} (+{len(in_paths) - 1})"
         existing = store.find_by_sha256(digest)
         if existing:
-            raise DuplicateTraceError(f"{what}: already ingested as run {existing}")
+            raise DuplicateTraceError(
+                f"{what}: already ingested as run {existing}", run_id=existing
+            )
         with store.lake.claim(digest, what):
             run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
             run = {
