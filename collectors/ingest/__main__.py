@@ -1,5 +1,6 @@
 """The command line: `python -m collectors.ingest PATH...`; the new run id is the last line of
-standard output, progress and messages go to standard error."""
+standard output, progress and messages go to standard error. With --json standard output is
+one JSON line instead: the new run (id, name, counts) or the error (data.cli)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from collectors.ingest.pipeline import StageProgress, ingest
-from data.errors import DashError
+from data.cli import Result, add_json_flag, run_command
 from data.store import DEFAULT_DATA_DIR, Store
 
 
@@ -37,7 +38,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m collectors.ingest",
         description="Ingest torch.profiler traces (.json, .json.gz; a folder or archive = one "
-        "run with one file per rank). Prints the new run id on the last line of stdout.",
+        "run with one file per rank). Prints the new run id on the last line of stdout; bad "
+        "input exits with status 2 and one error line.",
     )
     ap.add_argument("paths", nargs="+", type=Path, help="trace files, folders or archives")
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR, help="store folder")
@@ -55,10 +57,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="progress as JSON lines on stderr (for the dashboard)",
     )
+    add_json_flag(ap)
     args = ap.parse_args(argv)
     tags = dict(t.split("=", 1) if "=" in t else (t, "") for t in args.tag)
     t0 = time.perf_counter()
-    try:
+
+    def body() -> Result:
         run_id = ingest(
             args.paths,
             data_dir=args.data,
@@ -67,21 +71,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             include_python=args.python_functions,
             progress=_progress_printer(args.progress_json),
         )
-    except DashError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("error: interrupted; nothing was written", file=sys.stderr)
-        return 130
-    summary = Store(args.data).run_summary(run_id)
-    print(
-        f"ingested {summary['name']!r}: {summary['rank_count']} rank(s), "
-        f"{summary['kernel_count']} kernels, {summary['events_total']} events"
-        f" ({summary['events_malformed']} malformed) in {time.perf_counter() - t0:.1f} s",
-        file=sys.stderr,
+        summary = Store(args.data).run_summary(run_id)
+        return {
+            "run_id": run_id,
+            "name": summary["name"],
+            "ranks": summary["rank_count"],
+            "kernels": summary["kernel_count"],
+            "events": summary["events_total"],
+            "malformed": summary["events_malformed"],
+        }
+
+    def show(run: Result) -> None:
+        print(
+            f"ingested {run['name']!r}: {run['ranks']} rank(s), {run['kernels']} kernels, "
+            f"{run['events']} events ({run['malformed']} malformed)"
+            f" in {time.perf_counter() - t0:.1f} s",
+            file=sys.stderr,
+        )
+        print(run["run_id"])
+
+    return run_command(
+        body, json_line=args.json, show=show, interrupted="interrupted; nothing was written"
     )
-    print(run_id)
-    return 0
 
 
 if __name__ == "__main__":
