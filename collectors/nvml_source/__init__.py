@@ -15,20 +15,17 @@ Modules: `protocol` (NvmlSource, the columns a source fills, the errors a sample
 `gpu` (PynvmlSource: NVML and GPM), `replay` (ReplaySource and the recordings it reads).
 """
 
-from collectors.nvml_source.gpu import GPM_MIN_GAP_NS, PynvmlSource
+from collectors.nvml_source.gpu import PynvmlSource
 from collectors.nvml_source.protocol import (
     INVENTORY,
     METRICS,
     GpuLostError,
     NvmlSource,
     ReplayFinished,
-    Warn,
 )
-from collectors.nvml_source.replay import ALIASES, ReplaySource, read_recording
+from collectors.nvml_source.replay import ReplaySource, read_recording
 
 __all__ = [
-    "ALIASES",
-    "GPM_MIN_GAP_NS",
     "INVENTORY",
     "METRICS",
     "GpuLostError",
@@ -36,6 +33,5 @@ __all__ = [
     "PynvmlSource",
     "ReplayFinished",
     "ReplaySource",
-    "Warn",
     "read_recording",
 ]
