@@ -102,8 +102,9 @@ def code_version() -> dict[str, Any]:
             "status", "--porcelain", "--", "collectors", "data"
         ).splitlines(),
         "sha256_12": {
-            f: hashlib.sha256((REPO / f).read_bytes()).hexdigest()[:12]
-            for f in ("collectors/ingest.py", "collectors/trace_parse.py")
+            str(f.relative_to(REPO)): hashlib.sha256(f.read_bytes()).hexdigest()[:12]
+            for package in ("collectors/ingest", "collectors/parse")
+            for f in sorted((REPO / package).glob("*.py"))
         },
     }
 

@@ -9,10 +9,10 @@ CUDA events, the median of several timed repetitions after warm-ups:
   off, no tensor cores), tf32, bf16, fp16 and, where ``torch._scaled_mm`` runs, fp8 (e4m3).
 
 The result is one row per metric in the ``ceilings`` stream table of the lake (written with
-``Lake.write_segment``, so no database lock is needed) and, with ``--json``, a JSON file in
+``Lake.write_segment``, so no database lock is needed) and, with ``-o FILE``, a JSON file in
 the format of ``../shared/fixtures/h200/ceilings.json``. ``--import FILE`` stores such a
 JSON file instead of measuring (a card measured elsewhere). Without CUDA it exits with 2 and
-one line.
+one line; ``--json`` prints the result or the error as one JSON line (data.cli).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from data.cli import Result, add_json_flag, run_command
 from data.errors import CudaUnavailableError, DashError
 from data.lake import Lake
 
@@ -173,24 +174,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="FILE",
         help="store the ceilings of a JSON file (e.g. measured on another machine) instead",
     )
-    ap.add_argument("--json", type=Path, metavar="FILE", help="also write the result as JSON")
+    ap.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        metavar="FILE",
+        help="also write the ceilings as a JSON file (the format --import reads)",
+    )
+    add_json_flag(ap)
     args = ap.parse_args(argv)
-    try:
+
+    def body() -> Result:
         if args.import_file:
             doc, source = load_ceilings(args.import_file), f"import:{args.import_file.name}"
         else:
             doc, source = measure(), "measured"
         store_ceilings(args.data, doc, source)
-    except DashError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    if args.json:
-        args.json.write_text(json.dumps(doc, indent=1) + "\n")
-    for k in sorted(k for k in doc if k.endswith(METRIC_SUFFIXES)):
-        unit = "TB/s" if k.endswith("_bytes_per_s") else "TFLOP/s"
-        print(f"{k}: {doc[k] / 1e12:,.1f} {unit}", file=sys.stderr)
-    print(f"{doc['device']['name']}: {source}")
-    return 0
+        if args.output:
+            args.output.write_text(json.dumps(doc, indent=1) + "\n")
+        metrics = {k: doc[k] for k in sorted(doc) if k.endswith(METRIC_SUFFIXES)}
+        return {"device": doc["device"]["name"], "source": source, "ceilings": metrics}
+
+    def show(result: Result) -> None:
+        for k, v in result["ceilings"].items():
+            unit = "TB/s" if k.endswith("_bytes_per_s") else "TFLOP/s"
+            print(f"{k}: {v / 1e12:,.1f} {unit}", file=sys.stderr)
+        print(f"{result['device']}: {result['source']}")
+
+    return run_command(body, json_line=args.json, show=show)
 
 
 if __name__ == "__main__":

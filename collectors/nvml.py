@@ -35,8 +35,9 @@ from collectors.nvml_source import (
     ReplayFinished,
     ReplaySource,
 )
+from data.cli import Result, add_json_flag, run_command
 from data.compaction import compact_segments, repair_merges
-from data.errors import DashError
+from data.errors import AllGpusLostError, DashError
 from data.lake import Lake
 from data.schema import arrow_schema
 
@@ -221,6 +222,54 @@ def _tag(text: str) -> tuple[str, str]:
     return key, value
 
 
+def _open_sampler(args: argparse.Namespace) -> NvmlSampler:
+    """The sampler the command line asks for, opened (its inventory written)."""
+    source: NvmlSource | None = None
+    if args.replay:
+        source = ReplaySource(args.replay, gpus=args.gpus, loop=args.loop, keep_time=args.keep_time)
+    elif args.loop or args.keep_time:
+        raise DashError("--loop and --keep-time need --replay")
+    sampler = NvmlSampler(
+        args.data,
+        interval_s=MIN_INTERVAL_S if args.keep_time else args.interval,
+        gpus=args.gpus,
+        host=args.host,
+        tags=dict(args.tag),
+        source=source,
+    )
+    sampler.open()
+    return sampler
+
+
+def _sample(sampler: NvmlSampler, args: argparse.Namespace) -> Result:
+    """Sample until the duration, the end of the replay, SIGTERM or Ctrl-C; what was written."""
+    sampled = list(sampler.gpus)
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        sampler.request_stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    what = f"replay of {len(args.replay)} file(s)" if args.replay else "NVML"
+    log.info(
+        "sampling GPUs %s (%s) every %.3g s as host %s into %s",
+        sampler.gpus,
+        what,
+        sampler.interval_s,
+        sampler.host,
+        args.data,
+    )
+    if args.keep_time:
+        sampler.drain()
+    else:
+        sampler.run_loop(args.duration)
+    sampler.close()
+    log.info("wrote %d samples", sampler.samples_written)
+    if not sampler.gpus:
+        raise AllGpusLostError("every GPU was lost")
+    return {"host": sampler.host, "gpus": sampled, "samples": sampler.samples_written}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns the exit status."""
     ap = argparse.ArgumentParser(
@@ -244,54 +293,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--keep-time", action="store_true", help="replay: keep the recorded times and write at once"
     )
+    add_json_flag(ap)
     args = ap.parse_args(argv)
     logging.basicConfig(format="%(levelname)s: %(message)s", level=logging.INFO)
-    try:
-        source: NvmlSource | None = None
-        if args.replay:
-            source = ReplaySource(
-                args.replay, gpus=args.gpus, loop=args.loop, keep_time=args.keep_time
-            )
-        elif args.loop or args.keep_time:
-            raise DashError("--loop and --keep-time need --replay")
-        interval = MIN_INTERVAL_S if args.keep_time else args.interval
-        sampler = NvmlSampler(
-            args.data,
-            interval_s=interval,
-            gpus=args.gpus,
-            host=args.host,
-            tags=dict(args.tag),
-            source=source,
-        )
-        sampler.open()
-    except DashError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
 
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        sampler.request_stop()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    what = f"replay of {len(args.replay)} file(s)" if args.replay else "NVML"
-    log.info(
-        "sampling GPUs %s (%s) every %.3g s as host %s into %s",
-        sampler.gpus,
-        what,
-        sampler.interval_s,
-        sampler.host,
-        args.data,
-    )
-    if args.keep_time:
-        sampler.drain()
-    else:
-        sampler.run_loop(args.duration)
-    sampler.close()
-    log.info("wrote %d samples", sampler.samples_written)
-    if not sampler.gpus:
-        print("error: every GPU was lost", file=sys.stderr)
-        return 1
-    return 0
+    return run_command(lambda: _sample(_open_sampler(args), args), json_line=args.json)
 
 
 if __name__ == "__main__":

@@ -140,11 +140,11 @@ class Lake:
             except FileExistsError:
                 if _pid_alive(lock):
                     raise DuplicateTraceError(
-                        f"{what}: the same trace is being ingested right now"
+                        f"{what}: the same trace is being ingested right now", run_id=None
                     ) from None
                 lock.unlink(missing_ok=True)  # left by a killed ingest
         else:
-            raise DuplicateTraceError(f"{what}: could not claim {lock}")
+            raise DuplicateTraceError(f"{what}: could not claim {lock}", run_id=None)
         os.write(fd, str(os.getpid()).encode())
         os.close(fd)
         try:

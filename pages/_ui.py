@@ -1,23 +1,23 @@
 """Streamlit glue shared by the pages: the store, the run picker, ingest jobs, errors.
 
-Ingest runs in a child process (`python -m collectors.ingest`), the same path as the CLI:
-the dashboard stays responsive, a crash in a parser cannot take it down, and the memory of a
-2 GB parse goes back to the system when the child exits.
+Ingest runs in a child process (`python -m collectors.ingest`, through data.cli_child), the
+same path as the CLI: the dashboard stays responsive, a crash in a parser cannot take it
+down, and the memory of a 2 GB parse goes back to the system when the child exits. Its
+result and its errors come back typed (--json), so nothing here reads an error's wording.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
-import subprocess
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import NoReturn
 
 import streamlit as st
 
-from data.errors import DashError
+from data.cli_child import ingest_child, run_child
+from data.errors import DashError, DuplicateTraceError
 from data.store import DEFAULT_DATA_DIR, Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,11 +70,8 @@ def _ensure_demo(s: Store) -> None:
     with st.status("First start: loading the demo data…", expanded=False) as status:
         for path in samples:
             status.write(path.name)
-            try:
-                run_ingest([path], name=None, tags=["demo=1"])
-            except DashError as e:  # a sample already in the store is fine
-                if "already ingested" not in str(e):
-                    raise
+            with contextlib.suppress(DuplicateTraceError):  # already in the store is fine
+                run_ingest([path], name=None, tags={"demo": "1"})
         status.write("measured H200 ceilings")
         _run_module("collectors.calibrate", "--import", str(SAMPLES / "ceilings_h200.json"))
         status.write("recorded H200 telemetry")
@@ -85,55 +82,21 @@ def _ensure_demo(s: Store) -> None:
 
 
 def _run_module(module: str, *args: str) -> None:
-    """Run a collector CLI against this store; raise its one-line error as a DashError."""
-    proc = subprocess.run(
-        [sys.executable, "-m", module, *args, "--data", str(data_dir())],
-        cwd=ROOT, capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    if proc.returncode != 0:
-        lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
-        raise DashError(lines[-1].removeprefix("error:").strip() if lines else proc.stderr[-300:])
+    """Run a collector CLI against this store; its error comes back as the typed DashError."""
+    run_child(module, *args, "--data", str(data_dir()))
 
 
 def run_ingest(
     paths: Sequence[Path],
     *,
     name: str | None,
-    tags: Sequence[str] = (),
+    tags: Mapping[str, str] | None = None,
     on_progress: Callable[[str, float], None] | None = None,
 ) -> str:
-    """Ingest traces in a child process; returns the run id or raises DashError (one line)."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "collectors.ingest",
-        *map(str, paths),
-        "--data",
-        str(data_dir()),
-        "--progress-json",
-    ]
-    if name:
-        cmd += ["--name", name]
-    for tag in tags:
-        cmd += ["--tag", tag]
-    proc = subprocess.Popen(
-        cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    errors: list[str] = []
-    assert proc.stderr is not None
-    assert proc.stdout is not None
-    for line in proc.stderr:
-        if line.startswith("{") and on_progress is not None:
-            msg = json.loads(line)
-            on_progress(msg["stage"], float(msg["fraction"]))
-        elif line.startswith("error:"):
-            errors.append(line.removeprefix("error:").strip())
-        elif not line.startswith("{") and line.strip() and not line.startswith("ingested"):
-            errors.append(line.strip())
-    out = proc.stdout.read().strip().splitlines()
-    if proc.wait() != 0 or not out:
-        raise DashError(errors[0] if errors else f"ingest exited with {proc.returncode}")
-    return out[-1]
+    """Ingest traces in a child process; returns the run id or raises the typed DashError."""
+    return ingest_child(
+        paths, data_dir=data_dir(), name=name, tags=tags, on_progress=on_progress
+    ).run_id
 
 
 def show_error(e: DashError) -> NoReturn:

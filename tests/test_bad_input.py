@@ -208,12 +208,14 @@ def test_duplicate_trace_names_first_run(tmp_path: Path) -> None:
     with pytest.raises(DuplicateTraceError) as exc:
         ingest([SMALL], data_dir=d)
     assert_one_line(str(exc.value), SMALL, re.escape(first))
+    assert exc.value.run_id == first
     # same bytes under another name and compression-independent content: still the same trace
     copy = tmp_path / "renamed.pt.trace.json.gz"
     copy.write_bytes(SMALL.read_bytes())
     with pytest.raises(DuplicateTraceError) as exc2:
         ingest([copy], data_dir=d)
     assert_one_line(str(exc2.value), copy, re.escape(first))
+    assert exc2.value.run_id == first
     assert snapshot(d) == before
     assert before[0]["runs"][0] == 1
 

@@ -82,6 +82,38 @@ def test_bad_import_files_exit_with_one_line(tmp_path: Path, content: str, why: 
     assert why in proc.stderr
 
 
+def test_json_line_for_an_import_and_the_json_file(tmp_path: Path) -> None:
+    copy = tmp_path / "copy.json"
+    proc = calibrate("--data", tmp_path / "store", "--import", RECORDED, "--json", "-o", copy)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(RECORDED.read_text())
+    assert json.loads(proc.stdout) == {
+        "ok": True,
+        "device": "NVIDIA H200",
+        "source": "import:ceilings_h200.json",
+        "ceilings": {k: v for k, v in doc.items() if k.endswith("_per_s")},
+    }
+    assert json.loads(copy.read_text()) == doc
+
+
+def test_without_cuda_the_json_line_names_the_error(tmp_path: Path) -> None:
+    proc = calibrate("--data", tmp_path, "--json")
+    assert proc.returncode == 2
+    error = json.loads(proc.stdout)["error"]
+    assert error["type"] == "CudaUnavailableError"
+    assert error["message"].startswith("cuda: ")
+
+
+def test_a_store_that_is_a_file_is_one_error_line(tmp_path: Path) -> None:
+    not_a_folder = tmp_path / "store"
+    not_a_folder.write_text("")
+    proc = calibrate("--data", not_a_folder, "--import", RECORDED)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith(f"error: {not_a_folder}")
+    assert proc.stdout == ""
+
+
 @requires_fixtures
 def test_our_h200_measurement_agrees_with_the_shared_one() -> None:
     """Two calibrations of H200s (ours, and the shared fixture's) within run-to-run noise.

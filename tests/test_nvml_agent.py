@@ -25,7 +25,8 @@ from conftest import FIXTURES, HAVE_FIXTURES, REPO, SAMPLES
 
 import collectors.nvml as agent
 from collectors.nvml import NvmlSampler
-from collectors.nvml_source import GpuLostError, PynvmlSource, ReplaySource, _Gpu
+from collectors.nvml_source import GpuLostError, PynvmlSource, ReplaySource
+from collectors.nvml_source.gpu import _Gpu
 from data.errors import DashError, NvmlUnavailableError, RecordingFormatError
 from data.store import Store
 
@@ -147,6 +148,63 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
         ReplaySource([PHASES], loop=True, keep_time=True)
     with pytest.raises(DashError):
         NvmlSampler(tmp_path, interval_s=0.01)
+
+
+def test_json_line_and_a_store_that_is_a_file(tmp_path: Path) -> None:
+    d = tmp_path / "store"
+    r = agent_cli("--replay", PHASES, "--keep-time", "--host", "h", "--data", d, "--json")
+    assert r.returncode == 0, r.stderr
+    written = len(Store(d).query("SELECT * FROM gpu_samples"))
+    assert json.loads(r.stdout) == {"ok": True, "host": "h", "gpus": [0], "samples": written}
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("")
+    r = agent_cli("--replay", PHASES, "--keep-time", "--data", not_a_folder)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith(f"error: {not_a_folder}"), lines[0]
+
+
+class _LostGpu:
+    """A source whose one GPU is lost at its first sample."""
+
+    kind = "nvml"
+
+    def __init__(self, gpus: list[int] | None = None, warn: object = None) -> None:
+        pass
+
+    def gpu_indices(self) -> list[int]:
+        return [0]
+
+    def inventory(self, gpu: int) -> dict[str, object]:
+        return {"name": "lost"}
+
+    def sample(self, gpu: int) -> dict[str, object]:
+        raise GpuLostError("gpu 0: fell off the bus")
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_losing_every_gpu_exits_1_with_one_error(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    as_json: bool,
+) -> None:
+    monkeypatch.setattr(agent, "PynvmlSource", _LostGpu)
+    monkeypatch.setattr(signal, "signal", lambda *a: None)  # keep pytest's Ctrl-C handler
+    status = agent.main(["--duration", "1", "--data", str(tmp_path), *["--json"] * as_json])
+    assert status == 1
+    out, err = capsys.readouterr()
+    if as_json:
+        assert json.loads(out) == {
+            "ok": False,
+            "error": {"type": "AllGpusLostError", "message": "every GPU was lost"},
+        }
+    else:
+        assert err.splitlines()[-1] == "error: every GPU was lost"
 
 
 def test_sampler_writes_about_one_segment_a_second(tmp_path: Path) -> None:

@@ -131,3 +131,24 @@ def test_empty_store_says_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyP
     at.switch_page("pages/overview.py").run()
     assert not at.exception
     assert "No runs yet" in at.info[0].value
+
+
+def test_first_start_loads_the_demo_set_beside_a_run_already_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a store without the demo marker that already holds one demo trace
+    first = ingest([SAMPLE], data_dir=tmp_path)
+    monkeypatch.setenv("DASH_DATA", str(tmp_path))
+    # WHEN the dashboard starts THEN the rest of the demo set is loaded, the duplicate skipped
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300).run()
+    assert not at.exception
+    assert not at.error, [e.value for e in at.error]
+    assert (tmp_path / ".demo-ingested").exists()
+    s = Store(tmp_path)
+    samples = ROOT / "data" / "samples"
+    demo = [p for p in samples.iterdir() if p.is_dir() or p.name.endswith(".json.gz")]
+    runs = s.runs()
+    assert len(runs) == len(demo)
+    assert first in set(runs["run_id"])
+    assert s.query("SELECT count(*) n FROM ceilings").iloc[0]["n"] > 0
+    assert s.query("SELECT count(*) n FROM gpu_samples WHERE host = 'demo'").iloc[0]["n"] > 0

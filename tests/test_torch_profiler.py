@@ -28,6 +28,7 @@ from collectors.torch_profiler import (  # noqa: E402
     DashboardTraceHandler,
     profile_to_dashboard,
 )
+from data.errors import NvmlUnavailableError  # noqa: E402
 from data.store import Store  # noqa: E402
 
 GPU_FIXTURES = REPO / "tests" / "data" / "profiler_hook_gpu"
@@ -170,7 +171,7 @@ def test_nvml_unavailable_is_reported_once_and_profiling_goes_on(
     try:
         nvml.PynvmlSource().close()
         pytest.skip("this machine has NVML: nothing to be unavailable")
-    except nvml.NvmlUnavailableError:
+    except NvmlUnavailableError:
         pass
     with (
         caplog.at_level(logging.WARNING),

@@ -1,0 +1,91 @@
+"""What the user named, as trace files: folders' trace files, archives unpacked safely."""
+
+from __future__ import annotations
+
+import tarfile
+import tempfile
+import zipfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from data.errors import TraceFormatError
+
+TRACE_SUFFIXES = (".json", ".json.gz")
+ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz")
+
+
+def _is_trace(path: Path) -> bool:
+    return path.name.endswith(TRACE_SUFFIXES)
+
+
+def _is_archive(path: Path) -> bool:
+    return path.name.endswith(ARCHIVE_SUFFIXES)
+
+
+def run_name(path: Path) -> str:
+    name = path.name
+    for suffix in (*ARCHIVE_SUFFIXES, ".json.gz", ".json", ".pt.trace"):
+        name = name.removesuffix(suffix)
+    return name.removesuffix(".pt.trace") or "run"
+
+
+@contextmanager
+def expand_inputs(paths: Sequence[Path]) -> Iterator[dict[Path, str]]:
+    """Trace files named by `paths` (folders' trace files, archives unpacked), each with the
+    name to show the user (an archive member reads `archive.zip:dir/rank0.json.gz`)."""
+    with tempfile.TemporaryDirectory(prefix="ingest-") as tmp:
+        files: dict[Path, str] = {}
+        for path in paths:
+            if path.is_dir():
+                found = sorted(p for p in path.iterdir() if p.is_file() and _is_trace(p))
+                if not found:
+                    raise TraceFormatError(f"{path}: folder holds no .json or .json.gz trace")
+                files.update((f, str(f)) for f in found)
+            elif _is_archive(path):
+                files.update(_unpack(path, Path(tmp) / f"a{len(files)}"))
+            elif path.exists():
+                files[path] = str(path)
+            else:
+                raise TraceFormatError(f"{path}: no such file or folder")
+        if not files:
+            raise TraceFormatError("no trace file given")
+        yield files
+
+
+def _safe_member(name: str) -> Path | None:
+    """An archive member's path with absolute and '..' parts removed (never leaves dest)."""
+    parts = [p for p in Path(name).parts if p not in ("", ".", "..", "/") and not p.endswith(":")]
+    return Path(*parts) if parts and _is_trace(Path(parts[-1])) else None
+
+
+def _unpack(archive: Path, dest: Path) -> dict[Path, str]:
+    """Extract only regular trace files, keeping their (sanitised) folders under `dest`."""
+    out: dict[Path, str] = {}
+
+    def write(name: str, data: bytes) -> None:
+        rel = _safe_member(name)
+        if rel is None:
+            return
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        out[target] = f"{archive}:{rel}"
+
+    try:
+        if archive.name.endswith(".zip"):
+            with zipfile.ZipFile(archive) as zf:
+                for info in zf.infolist():
+                    if not info.is_dir():
+                        write(info.filename, zf.read(info))
+        else:
+            with tarfile.open(archive) as tf:
+                for member in tf.getmembers():
+                    member_file = tf.extractfile(member) if member.isreg() else None
+                    if member_file is not None:
+                        write(member.name, member_file.read())
+    except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError) as e:
+        raise TraceFormatError(f"{archive}: unreadable archive: {e}") from None
+    if not out:
+        raise TraceFormatError(f"{archive}: archive holds no .json or .json.gz trace")
+    return dict(sorted(out.items()))
