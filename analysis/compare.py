@@ -36,12 +36,12 @@ import pandas as pd
 
 from analysis.facts import gather
 from analysis.kernel_classes import KERNEL_CLASSES, classify
-from analysis.load import DEFAULT_DATA_DIR, Store, open_store
+from analysis.load import DEFAULT_DATA_DIR, Store, open_store, resolve
 from analysis.metrics import COMPARE_METRICS
 from analysis.metrics import METRICS as LABELS
-from analysis.report.__main__ import _resolve, cli_output
 from analysis.report.document import records, report_json
 from analysis.rules.catalog import NEEDS_SHAPES
+from data.cli import add_json_flag, cli_output
 
 # Modelled FLOPs and bytes: comparable only when both runs model about the same share of time
 # (kernels replayed by a CUDA graph have no op shapes, so decode_b1_cudagraph models 0.2 %).
@@ -340,16 +340,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--format", choices=("json", "md"), default="md", help="output format")
     ap.add_argument("-o", "--output", type=Path, help="output file (default: standard output)")
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR, help="store folder")
+    add_json_flag(ap)
     args = ap.parse_args(argv)
 
     def produce() -> str:
-        before, after = _resolve(args.before, args.data), _resolve(args.after, args.data)
+        before, after = resolve(args.data, args.before), resolve(args.data, args.after)
         c = compare_runs(open_store(args.data), before, after)
         if args.format == "json":
             return json.dumps(c.to_json(), indent=1, ensure_ascii=False) + "\n"
         return to_markdown(c)
 
-    return cli_output(produce, args.output)
+    return cli_output(produce, args.output, json_line=args.json)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import pandas as pd
 
 from analysis.timeline import MAX_SHAPES, bucket_plan
 from data import reads, reads_recommend, reads_roofline, reads_telemetry, reads_timeline
+from data.cli_child import resolve_trace
 from data.store import DEFAULT_DATA_DIR, Store
 
 # Other analysis modules name these through this module: they never import data.store.
@@ -106,6 +107,14 @@ class RunEvidence:
 def open_store(data_dir: Path | str) -> Store:
     """The store in `data_dir`, for a process that does not own the database file."""
     return Store(data_dir)
+
+
+def resolve(data_dir: Path | str, ref: str) -> str:
+    """A run id, a run name (its latest run), or a trace path: ingested first in a child
+    process, or the run that already holds the same content; returns the run id."""
+    if Path(ref).exists():
+        return resolve_trace(ref, data_dir=data_dir)
+    return open_store(data_dir).resolve_run(ref)
 
 
 def load_run(store: Store, run_id: str) -> RunData:

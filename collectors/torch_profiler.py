@@ -38,7 +38,6 @@ import secrets
 import shutil
 import statistics
 import subprocess
-import sys
 import threading
 import time
 from collections import deque
@@ -50,6 +49,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import torch
 import torch.distributed as dist
 from torch.profiler import ProfilerAction, ProfilerActivity, profile
+
+from data.cli_child import ingest_child
+from data.errors import DashError
 
 if TYPE_CHECKING:
     from collectors.nvml_source import NvmlSource
@@ -302,23 +304,18 @@ class DashboardTraceHandler:
                 self.report(f"ingest of {cycle_dir} failed: {e}")
                 return None
         # A child process: the parse holds a GIL and memory that the training loop needs.
-        cmd = [sys.executable, "-m", "collectors.ingest", str(cycle_dir)]
-        cmd += ["--data", str(data_dir), "--name", self.run]
-        cmd += [arg for k, v in tags.items() for arg in ("--tag", f"{k}={v}")]
-        done = subprocess.run(cmd, capture_output=True, text=True, cwd=_PROJECT_ROOT, check=False)
-        lines = done.stdout.strip().splitlines()
-        if done.returncode != 0 or not lines:
-            why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-            self.report(f"ingest of {cycle_dir} failed: {why}")
+        try:
+            return ingest_child([cycle_dir], data_dir=data_dir, name=self.run, tags=tags).run_id
+        except DashError as e:
+            self.report(f"ingest of {cycle_dir} failed: {e}")
             return None
-        return lines[-1]
 
 
 def _opening_with(key: str, value: Any) -> bytes:
     """`{"key": value,`: the opening of a JSON object whose first key is `key`.
 
     The trace's own keys follow, so the key comes before traceEvents, where the ingest keeps
-    every top-level key in the rank's trace_metadata (collectors/trace_parse.py, _header).
+    every top-level key in the rank's trace_metadata (collectors/parse/document.py, _header).
     """
     return b"{" + json.dumps({key: value})[1:-1].encode() + b","
 
