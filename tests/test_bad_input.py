@@ -19,7 +19,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SAMPLES, lake_files
+from helpers.cli import lake_files
+from helpers.paths import REPO, SAMPLES
 
 from collectors.ingest import ingest
 from data.errors import DuplicateTraceError, TraceFormatError

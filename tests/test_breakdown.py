@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import fixture_runs, requires_fixtures
-from fixture_store import fixture_run
+from helpers.paths import requires_fixtures
+from helpers.stores import fixture_run
+from helpers.traces import fixture_runs
 
 from analysis import breakdown as bd
 from data import reads

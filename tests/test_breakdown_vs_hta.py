@@ -14,8 +14,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import requires_fixtures
-from fixture_store import fixture_run
+from helpers.paths import requires_fixtures
+from helpers.stores import fixture_run
 
 from analysis import breakdown as bd
 from data import reads, reads_timeline

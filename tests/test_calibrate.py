@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, REPO, requires_fixtures
+from helpers.cli import run_module
+from helpers.paths import FIXTURES, REPO, requires_fixtures
 
 from analysis.roofline import measured_ceilings
 from collectors.calibrate import main
@@ -25,10 +25,7 @@ RECORDED = REPO / "data" / "samples" / "ceilings_h200.json"
 
 
 def calibrate(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "collectors.calibrate", *map(str, args)],
-        cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+    return run_module("collectors.calibrate", *args)
 
 
 def test_without_cuda_it_exits_with_one_line(tmp_path: Path) -> None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLES, lake_files
+from helpers.cli import lake_files
+from helpers.paths import SAMPLES
 
 from data.cli_child import IngestResult, ingest_child, resolve_trace, run_child
 from data.errors import CudaUnavailableError, DashError, DuplicateTraceError, TraceFormatError

@@ -7,17 +7,17 @@ from __future__ import annotations
 import base64
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import REPO, dashboard_store, fixture, open_page, requires_fixtures
-from fixture_store import fixture_run
+from helpers.cli import run_module
+from helpers.compare import DECODE, LOADER, comparison, metric, pair, side
+from helpers.pages import dashboard_store, open_page
+from helpers.paths import REPO, fixture, requires_fixtures
 from streamlit.testing.v1 import AppTest
 
 from analysis.compare import (
@@ -26,7 +26,6 @@ from analysis.compare import (
     Comparison,
     compare,
     recommendation_diff,
-    run_side,
     to_markdown,
 )
 from analysis.metrics import COMPARE_METRICS
@@ -35,29 +34,6 @@ from data.store import Store
 from pages._ui import fmt_ms
 
 pytestmark = requires_fixtures
-
-DECODE = ("h200/decode_b1.pt.trace.json.gz", "h200/decode_b1_cudagraph.pt.trace.json.gz")
-LOADER = (
-    "h200/train_gpt2_bf16_dataloader_w0.pt.trace.json.gz",
-    "h200/train_gpt2_bf16_dataloader_w4.pt.trace.json.gz",
-)
-
-
-def pair(labels: tuple[str, str]) -> tuple[Store, str, str]:
-    (s, before), (_, after) = fixture_run(labels[0]), fixture_run(labels[1])
-    return s, before, after
-
-
-@cache
-def side(label: str) -> tuple[dict[str, Any], pd.DataFrame]:
-    """One fixture run's report and class time, computed once per session."""
-    return run_side(*fixture_run(label))
-
-
-@cache
-def comparison(labels: tuple[str, str]) -> Comparison:
-    (rb, cb), (ra, ca) = side(labels[0]), side(labels[1])
-    return compare(rb, ra, cb, ca)
 
 
 @pytest.fixture(scope="module")
@@ -68,10 +44,6 @@ def decode() -> Comparison:
 @pytest.fixture(scope="module")
 def loader() -> Comparison:
     return comparison(LOADER)
-
-
-def metric(c: Comparison, key: str) -> dict[str, Any]:
-    return dict(c.metrics.set_index("metric").loc[key])
 
 
 def step_count(s: Store, run_id: str) -> int:
@@ -121,9 +93,9 @@ def test_class_time_adds_up_to_the_stores_gpu_time_per_step(labels: tuple[str, s
     c = comparison(labels)
     assert list(c.classes.columns) == CLASS_COLUMNS
     classes = c.classes.set_index("kernel_class")
-    for run_id, side in ((before, "before"), (after, "after")):
+    for run_id, role in ((before, "before"), (after, "after")):
         steps = step_count(s, run_id)
-        col = classes[f"{side}_ms_per_step"]
+        col = classes[f"{role}_ms_per_step"]
         assert col.sum() == pytest.approx(gpu_ms(s, run_id, "true") / steps)
         kernels = col.drop(["memcpy", "memset"], errors="ignore").sum()
         assert kernels == pytest.approx(gpu_ms(s, run_id, "kind = 'kernel'") / steps)
@@ -231,10 +203,7 @@ def test_recommendation_diff_by_id() -> None:
 
 
 def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "analysis.compare", *map(str, args)],
-        cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+    return run_module("analysis.compare", *args)
 
 
 def test_cli_json_by_run_names(decode: Comparison, tmp_path: Path) -> None:

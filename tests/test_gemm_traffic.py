@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import load_trace_json, trace_events
-from ncu_csv import ncu_kernels
+from helpers.ncu_csv import ncu_kernels
+from helpers.raw_trace import load_trace_json, trace_events
 
 from analysis.gemm_traffic import REREAD_COLUMNS, ctas_per_sm, panel_reads, run_rereads
 from analysis.roofline import KERNEL_WORK_COLUMNS, kernel_work

@@ -7,7 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import HAVE_FIXTURES, SAMPLES, fixture, run_cli
+from helpers.cli import run_cli
+from helpers.paths import HAVE_FIXTURES, SAMPLES, fixture
 
 from collectors.ingest import ingest
 from data.errors import RunNotFoundError

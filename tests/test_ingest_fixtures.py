@@ -1,6 +1,6 @@
 """Every real trace ingests, and what the store holds matches an independent raw-JSON count.
 
-The store side is the product (msgspec + Arrow + DuckDB); the expected side is conftest's
+The store side is the product (msgspec + Arrow + DuckDB); the expected side is helpers.raw_trace's
 stdlib counter (json with Decimal numbers). Times are compared exactly, in integer ns.
 Each run is ingested once into a module-wide store; the raw counts run in two worker
 processes meanwhile, so the whole module costs about one pass over the traces.
@@ -17,14 +17,9 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 import pytest
-from conftest import (
-    HAVE_FIXTURES,
-    RawRank,
-    fixture_runs,
-    raw_run,
-    requires_fixtures,
-    sample_runs,
-)
+from helpers.paths import HAVE_FIXTURES, requires_fixtures
+from helpers.raw_trace import RawRank, raw_run
+from helpers.traces import fixture_runs, sample_runs
 
 from collectors.ingest import ingest
 from data.store import Store

@@ -8,7 +8,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import FIXTURES, requires_fixtures
+from helpers.paths import FIXTURES, requires_fixtures
 
 from analysis.kernel_classes import KERNEL_CLASSES, classify, classify_name
 

@@ -21,7 +21,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pynvml
 import pytest
-from conftest import FIXTURES, HAVE_FIXTURES, REPO, SAMPLES
+from helpers.cli import run_module
+from helpers.paths import FIXTURES, HAVE_FIXTURES, REPO, SAMPLES
 
 import collectors.nvml as agent
 from collectors.nvml import NvmlSampler
@@ -56,14 +57,7 @@ def replay_into(data: Path, *paths: Path, host: str = "rec") -> NvmlSampler:
 
 
 def agent_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "collectors.nvml", *map(str, args)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return run_module("collectors.nvml", *args, timeout=60)
 
 
 @pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.name)

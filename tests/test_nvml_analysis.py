@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REPO, SAMPLES
+from helpers.paths import REPO, SAMPLES
 
 from analysis.figures.telemetry import RUN_PANELS, gpu_panels
 from analysis.telemetry import (

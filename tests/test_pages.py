@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import dashboard_store
+from helpers.pages import dashboard_store
 from streamlit.testing.v1 import AppTest
 
 from collectors.ingest import ingest

@@ -5,8 +5,9 @@ on the public traces from other projects (each expectation below says why it is 
 from __future__ import annotations
 
 import pytest
-from conftest import fixture_runs, requires_fixtures
-from recommend_store import facts
+from helpers.paths import requires_fixtures
+from helpers.stores import facts
+from helpers.traces import fixture_runs
 
 from analysis.rules.catalog import CATALOG
 from analysis.rules.recommend import RULES, recommend

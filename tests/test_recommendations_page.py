@@ -8,7 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SAMPLES, dashboard_store, open_page
+from helpers.pages import dashboard_store, open_page
+from helpers.paths import REPO, SAMPLES
 from streamlit.testing.v1 import AppTest
 
 from analysis.facts import gather

@@ -11,14 +11,15 @@ from __future__ import annotations
 import io
 import json
 import subprocess
-import sys
 from collections import defaultdict
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, dashboard_store, fixture, open_page, requires_fixtures
+from helpers.cli import run_module
+from helpers.pages import dashboard_store, open_page
+from helpers.paths import REPO, fixture, requires_fixtures
 from pypdf import PdfReader
 
 from analysis.report.__main__ import main
@@ -50,13 +51,7 @@ HOSTILE = {
 
 
 def report(*args: str | Path) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "analysis.report", *map(str, args)],
-        cwd=REPO,
-        capture_output=True,
-        timeout=180,
-        check=False,
-    )
+    return run_module("analysis.report", *args, timeout=180, text=False)
 
 
 class Page(HTMLParser):

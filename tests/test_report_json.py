@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, SAMPLES
+from helpers.cli import run_module
+from helpers.paths import SAMPLES
 
 from collectors.ingest import ingest
 from data.store import Store
@@ -26,14 +26,7 @@ ROOFLINE_KEYS = {"flops", "bytes", "intensity", "achieved_tflops", "achieved_gbp
 
 
 def report(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "analysis.report", *map(str, args)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_module("analysis.report", *args)
 
 
 @pytest.fixture(scope="module")

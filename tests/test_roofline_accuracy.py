@@ -14,8 +14,8 @@ from collections.abc import Iterator
 
 import pandas as pd
 import pytest
-from conftest import fixture, requires_fixtures
-from ncu_csv import ncu_kernels
+from helpers.ncu_csv import ncu_kernels
+from helpers.paths import fixture, requires_fixtures
 
 from analysis.facts import Facts
 from analysis.load import load_run

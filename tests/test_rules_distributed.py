@@ -4,8 +4,11 @@ and the foreign multi-rank and NCCL traces."""
 from __future__ import annotations
 
 import pytest
-from conftest import HAVE_FIXTURES, REPO, requires_fixtures
-from rules_facts import facts_of, fire, fired, foreign_labels, sample_facts
+from helpers.paths import HAVE_FIXTURES, REPO, requires_fixtures
+from helpers.rules import fire, fired
+from helpers.stores import facts as facts_of
+from helpers.stores import sample_facts
+from helpers.traces import foreign_labels
 
 from analysis.rules.distributed import _exposed_collectives
 

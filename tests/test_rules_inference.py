@@ -4,8 +4,10 @@ foreign traces for false alarms."""
 from __future__ import annotations
 
 import pytest
-from conftest import requires_fixtures
-from rules_facts import facts_of, fire, fired, foreign_labels
+from helpers.paths import requires_fixtures
+from helpers.rules import fire, fired
+from helpers.stores import facts as facts_of
+from helpers.traces import foreign_labels
 
 from analysis.rules.recommend import recommend
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import SAMPLES, fixture, requires_fixtures
-from rules_facts import fire
+from helpers.paths import SAMPLES, fixture, requires_fixtures
+from helpers.rules import fire
 
 from analysis.facts import Facts, gather
 from collectors.ingest import ingest

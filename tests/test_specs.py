@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import FIXTURES, REPO, load_trace_json, requires_fixtures
+from helpers.paths import FIXTURES, REPO, requires_fixtures
+from helpers.raw_trace import load_trace_json
 
 from analysis.specs import PRECISIONS, SPECS, match_spec, spec_names
 

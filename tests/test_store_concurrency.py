@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conftest import HAVE_FIXTURES, REPO, SAMPLES, fixture
+from helpers.paths import HAVE_FIXTURES, REPO, SAMPLES, fixture
 
 from collectors.ingest import ingest
 from data.lake import Lake

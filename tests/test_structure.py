@@ -6,8 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from conftest import REPO
-from test_layering import imported_modules
+from helpers.imports import imported_modules
+from helpers.paths import REPO
 
 PACKAGES = ("analysis", "collectors", "data", "pages", "benchmarks", "tools", "tests")
 MAX_LINES = 400

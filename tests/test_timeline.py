@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
-from conftest import requires_fixtures
-from fixture_store import fixture_run
+from helpers.paths import requires_fixtures
+from helpers.stores import fixture_run
 
 from analysis import timeline as tl
 from analysis.figures.timeline import timeline_heatmap, timeline_kernels

@@ -9,15 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import (
-    HAVE_FIXTURES,
-    REPO,
-    SAMPLES,
-    dashboard_store,
-    fixture,
-    open_page,
-    requires_fixtures,
-)
+from helpers.pages import dashboard_store, open_page
+from helpers.paths import HAVE_FIXTURES, REPO, SAMPLES, fixture, requires_fixtures
 from streamlit.testing.v1 import AppTest
 
 from analysis import timeline as tl

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, raw_rank
+from helpers.paths import REPO
+from helpers.raw_trace import raw_rank
 
 torch = pytest.importorskip("torch")
 

@@ -1,0 +1,28 @@
+"""Where the tests' real traces are: the shared fixtures beside the repository, the
+project's own recordings (data/samples, tests/data) and the golden files."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+# The H200 and public traces: ../shared/fixtures beside the repository, or $DASH_FIXTURES.
+FIXTURES_ENV = "DASH_FIXTURES"
+FIXTURES = Path(os.environ.get(FIXTURES_ENV) or REPO.parent / "shared" / "fixtures")
+SAMPLES = REPO / "data" / "samples"
+TEST_DATA = REPO / "tests" / "data"
+GOLDEN = REPO / "tests" / "golden"
+
+
+def fixture(rel: str) -> Path:
+    """A path under the shared fixtures (tests/conftest.py checks they are there)."""
+    return FIXTURES / rel
+
+
+HAVE_FIXTURES = FIXTURES.is_dir()
+requires_fixtures = pytest.mark.skipif(
+    not HAVE_FIXTURES, reason=f"shared fixtures not present at {FIXTURES}"
+)
