@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from helpers.paths import requires_fixtures
 from helpers.stores import fixture_run
 from helpers.traces import fixture_runs
 
@@ -151,7 +150,6 @@ def test_hta_mapping_rounds_to_whole_us() -> None:
 REAL = [r.label for r in fixture_runs()]
 
 
-@requires_fixtures
 @pytest.mark.parametrize("label", REAL)
 def test_real_trace_shares_add_up_to_the_ns(label: str) -> None:
     s, run = fixture_run(label)
@@ -175,7 +173,6 @@ def test_real_trace_shares_add_up_to_the_ns(label: str) -> None:
         assert inside[ev["step"].notna().to_numpy()].all()
 
 
-@requires_fixtures
 def test_real_two_rank_nccl_run() -> None:
     s, run = fixture_run("foreign/hta/trace_filter/")
     ev = reads.gpu_events(s, run)

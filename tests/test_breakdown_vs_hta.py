@@ -14,7 +14,6 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers.paths import requires_fixtures
 from helpers.stores import fixture_run
 
 from analysis import breakdown as bd
@@ -31,8 +30,6 @@ HTA_WRONG = {
 WORKS = sorted(k for k, v in GOLDEN["fixtures"].items() if "ranks" in v and k not in HTA_WRONG)
 FAILS = sorted(k for k, v in GOLDEN["fixtures"].items() if "error" in v)
 TOLERANCE_PP = 1.0
-
-pytestmark = requires_fixtures
 
 
 def _frames(label: str) -> tuple[Store, str]:

@@ -17,22 +17,25 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-playwright = pytest.importorskip("playwright.sync_api")
+from playwright import sync_api as playwright
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACE = ROOT / "tests" / "data" / "cpu_mlp.pt.trace.json.gz"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian chromium is not installed"),
-]
+pytestmark = pytest.mark.browser
 
 
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module", autouse=True)
+def chromium_installed() -> None:
+    """Debian's Chromium (`make chromium` installs it): without it every test here fails."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"Debian chromium is not installed at {CHROMIUM}: run `make chromium`")
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from helpers.cli import run_module
-from helpers.paths import FIXTURES, REPO, requires_fixtures
+from helpers.paths import FIXTURES, REPO
 
 from analysis.roofline import measured_ceilings
 from collectors.calibrate import main
@@ -111,7 +111,6 @@ def test_a_store_that_is_a_file_is_one_error_line(tmp_path: Path) -> None:
     assert proc.stdout == ""
 
 
-@requires_fixtures
 def test_our_h200_measurement_agrees_with_the_shared_one() -> None:
     """Two calibrations of H200s (ours, and the shared fixture's) within run-to-run noise.
 

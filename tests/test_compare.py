@@ -17,7 +17,7 @@ import pytest
 from helpers.cli import run_module
 from helpers.compare import DECODE, LOADER, comparison, metric, pair, side
 from helpers.pages import dashboard_store, open_page
-from helpers.paths import REPO, fixture, requires_fixtures
+from helpers.paths import REPO, fixture
 from streamlit.testing.v1 import AppTest
 
 from analysis.compare import (
@@ -32,8 +32,6 @@ from analysis.metrics import COMPARE_METRICS
 from collectors.ingest import ingest
 from data.store import Store
 from pages._ui import fmt_ms
-
-pytestmark = requires_fixtures
 
 
 @pytest.fixture(scope="module")

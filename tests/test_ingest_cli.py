@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from helpers.cli import run_cli
-from helpers.paths import HAVE_FIXTURES, SAMPLES, fixture
+from helpers.paths import SAMPLES, fixture
 
 from collectors.ingest import ingest
 from data.errors import RunNotFoundError
@@ -50,11 +50,7 @@ def test_cli_ingest_prints_run_id_last_and_resolves_by_name(tmp_path: Path) -> N
         assert store.resolve_run(run_id) == run_id
 
         # a later run of the same name wins the name; the old id still resolves
-        other = (
-            fixture("h200/microops.pt.trace.json.gz")
-            if HAVE_FIXTURES
-            else SAMPLES / "gpt_train_fp32_naive.pt.trace.json.gz"
-        )
+        other = fixture("h200/microops.pt.trace.json.gz")
         later = ingest([other], data_dir=d, name="nightly-bf16")
         assert later != run_id
         assert store.resolve_run("nightly-bf16") == later

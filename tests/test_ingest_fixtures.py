@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 import pytest
-from helpers.paths import HAVE_FIXTURES, requires_fixtures
 from helpers.raw_trace import RawRank, raw_run
 from helpers.traces import fixture_runs, sample_runs
 
@@ -83,11 +82,10 @@ def ingested(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ingested]:
 def test_run_list_is_complete() -> None:
     assert any(lb.startswith("samples/") for lb in LABELS)
     assert "samples/ddp_gpt_bf16_2rank/" in RUNS
-    if HAVE_FIXTURES:
-        assert "foreign/hta/trace_filter/" in RUNS
-        assert not any(lb.startswith("foreign/hta/trace_filter/sampled") for lb in LABELS)
-        assert sum(lb.startswith("h200/") for lb in LABELS) == 9
-        assert sum(lb.startswith("foreign/") for lb in LABELS) == 15
+    assert "foreign/hta/trace_filter/" in RUNS
+    assert not any(lb.startswith("foreign/hta/trace_filter/sampled") for lb in LABELS)
+    assert sum(lb.startswith("h200/") for lb in LABELS) == 9
+    assert sum(lb.startswith("foreign/") for lb in LABELS) == 15
 
 
 @pytest.mark.parametrize("label", LABELS)
@@ -187,7 +185,6 @@ def test_h200_kernels_linked_unless_launched_before_the_window(
     assert linked >= 0.9 * n
 
 
-@requires_fixtures
 def test_cudagraph_kernels_launched_by_graph_launch(ingested: Ingested) -> None:
     label = "h200/decode_b1_cudagraph.pt.trace.json.gz"
     run_id = ingested.run_id(label)
@@ -225,7 +222,6 @@ def test_kernel_timestamps_exact_ns(ingested: Ingested, label: str) -> None:
     assert got == expected
 
 
-@requires_fixtures
 def test_ns_resolution_trace_is_not_float_rounded(ingested: Ingested) -> None:
     """The fixture that catches float parsing: its ts values need ~19 significant digits."""
     label = "foreign/hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"
@@ -271,7 +267,6 @@ def test_record_shapes_traces_have_input_dims(ingested: Ingested) -> None:
 # ----------------------------------------------------------------- particular foreign traces
 
 
-@requires_fixtures
 def test_cpu_only_trace(ingested: Ingested) -> None:
     run_id = ingested.run_id("foreign/hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz")
     s = ingested.store.run_summary(run_id)
@@ -286,7 +281,6 @@ def test_cpu_only_trace(ingested: Ingested) -> None:
     assert ingested.rows("SELECT step FROM steps WHERE run_id=?", run_id) == [(551,)]
 
 
-@requires_fixtures
 def test_amd_trace(ingested: Ingested) -> None:
     label = "foreign/hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz"
     run_id = ingested.run_id(label)
@@ -297,7 +291,6 @@ def test_amd_trace(ingested: Ingested) -> None:
     assert s["device_name"] in raw.device_names
 
 
-@requires_fixtures
 def test_legacy_category_tb_plugin_trace(ingested: Ingested) -> None:
     label = "foreign/tb_plugin/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"
     run_id = ingested.run_id(label)
@@ -320,7 +313,6 @@ def test_legacy_category_tb_plugin_trace(ingested: Ingested) -> None:
     assert None not in kinds  # 'Memcpy HtoD (Pageable -> Device)' parsed
 
 
-@requires_fixtures
 def test_two_rank_folder(ingested: Ingested) -> None:
     run_id = ingested.run_id("foreign/hta/trace_filter/")
     assert ingested.rows(

@@ -8,7 +8,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 import pytest
-from helpers.paths import FIXTURES, requires_fixtures
+from helpers.paths import FIXTURES
 
 from analysis.kernel_classes import KERNEL_CLASSES, classify, classify_name
 
@@ -82,7 +82,6 @@ class _Trace(msgspec.Struct):
     traceEvents: list[_Event]  # the trace's own key
 
 
-@requires_fixtures
 def test_real_traces_leave_little_kernel_time_unclassified() -> None:
     """Across every H200 fixture, 'other' holds under 1 % of kernel time."""
     names, durs = [], []

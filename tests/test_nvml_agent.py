@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 import pynvml
 import pytest
 from helpers.cli import run_module
-from helpers.paths import FIXTURES, HAVE_FIXTURES, REPO, SAMPLES
+from helpers.paths import FIXTURES, REPO, SAMPLES
 
 import collectors.nvml as agent
 from collectors.nvml import NvmlSampler
@@ -33,7 +33,7 @@ from data.store import Store
 
 PHASES = REPO / "data" / "samples" / "nvml_phases_h200.csv"
 RECORDINGS = [
-    *sorted((FIXTURES / "h200").glob("*.nvml.csv") if HAVE_FIXTURES else []),
+    *sorted((FIXTURES / "h200").glob("*.nvml.csv")),
     *sorted(SAMPLES.glob("*.nvml.csv")),
     PHASES,
 ]

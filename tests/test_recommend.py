@@ -5,14 +5,11 @@ on the public traces from other projects (each expectation below says why it is 
 from __future__ import annotations
 
 import pytest
-from helpers.paths import requires_fixtures
 from helpers.stores import facts
 from helpers.traces import fixture_runs
 
 from analysis.rules.catalog import CATALOG
 from analysis.rules.recommend import RULES, recommend
-
-pytestmark = requires_fixtures
 
 NAIVE_SIX = (
     "tensor-core-alignment", "fused-attention", "fused-optimizer", "host-sync", "pageable-memcpy",

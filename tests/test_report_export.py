@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from helpers.cli import run_module
 from helpers.pages import dashboard_store, open_page
-from helpers.paths import REPO, fixture, requires_fixtures
+from helpers.paths import REPO, fixture
 from pypdf import PdfReader
 
 from analysis.report.__main__ import main
@@ -115,8 +115,6 @@ def squash(text: str) -> str:
 
 @pytest.fixture(scope="module")
 def naive(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    if not fixture(NAIVE).is_file():
-        pytest.skip("shared fixtures not present")
     d = tmp_path_factory.mktemp("report_naive")
     run_id = ingest([fixture(NAIVE)], data_dir=d)
     return d, run_id
@@ -163,7 +161,6 @@ def cpu_files(cpu: tuple[Path, str]) -> dict[str, bytes]:
 # ------------------------------------------------------------------ the H200 training run
 
 
-@requires_fixtures
 def test_json_holds_the_contract(naive_doc: dict[str, Any]) -> None:
     assert set(naive_doc) >= {"run", "metrics", "roofline", "breakdown", "recommendations"}
     assert set(naive_doc["run"]) >= {"id", "name", "ranks", "device_name"}
@@ -178,7 +175,6 @@ def test_json_holds_the_contract(naive_doc: dict[str, Any]) -> None:
     assert savings == sorted(savings, reverse=True)
 
 
-@requires_fixtures
 def test_html_is_one_offline_file_with_every_section(
     naive_files: dict[str, bytes], naive_doc: dict[str, Any]
 ) -> None:
@@ -210,7 +206,6 @@ def test_html_is_one_offline_file_with_every_section(
             assert squash(line) in recs_text
 
 
-@requires_fixtures
 def test_markdown_has_every_section_table_and_fix(
     naive_files: dict[str, bytes], naive_doc: dict[str, Any]
 ) -> None:
@@ -234,7 +229,6 @@ def test_markdown_has_every_section_table_and_fix(
             assert len(widths) == 1, block
 
 
-@requires_fixtures
 def test_pdf_opens_with_every_section_and_chart(
     naive_files: dict[str, bytes], naive_doc: dict[str, Any]
 ) -> None:
@@ -251,7 +245,6 @@ def test_pdf_opens_with_every_section_and_chart(
     assert images == len(CHART_SECTIONS)
 
 
-@requires_fixtures
 def test_trace_text_is_escaped_in_every_format(
     naive: tuple[Path, str], naive_doc: dict[str, Any]
 ) -> None:
@@ -323,7 +316,6 @@ def test_cli_errors_are_one_line(
 # ------------------------------------------------------------------ the Report page
 
 
-@requires_fixtures
 def test_report_page_previews_and_offers_every_format(
     naive: tuple[Path, str], naive_doc: dict[str, Any]
 ) -> None:

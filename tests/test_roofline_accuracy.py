@@ -15,15 +15,13 @@ from collections.abc import Iterator
 import pandas as pd
 import pytest
 from helpers.ncu_csv import ncu_kernels
-from helpers.paths import fixture, requires_fixtures
+from helpers.paths import fixture
 
 from analysis.facts import Facts
 from analysis.load import load_run
 from analysis.specs import match_spec
 from collectors.ingest import ingest
 from data.store import Store
-
-pytestmark = requires_fixtures
 
 L2_BYTES = 62_914_560  # what the H200 reports (60 MiB)
 # ncu's NVTX range -> the trace's op (name, dtype of input 0, first dim of input 0)

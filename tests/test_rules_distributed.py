@@ -4,7 +4,7 @@ and the foreign multi-rank and NCCL traces."""
 from __future__ import annotations
 
 import pytest
-from helpers.paths import HAVE_FIXTURES, REPO, requires_fixtures
+from helpers.paths import REPO
 from helpers.rules import fire, fired
 from helpers.stores import facts as facts_of
 from helpers.stores import sample_facts
@@ -85,7 +85,6 @@ def test_exposed_collectives_agree_with_the_breakdown() -> None:
     assert (x["last_ns"] < x["exposed_ns"]).all()
 
 
-@requires_fixtures
 def test_pipeline_send_recv_is_not_counted_as_collectives() -> None:
     # HTA trace_filter: 26 % exposed communication, every kernel ncclKernel_SendRecv.
     facts = facts_of("foreign/hta/trace_filter/")
@@ -117,7 +116,6 @@ def test_single_rank_run_has_no_straggler() -> None:
 #   seen from one rank, transfer cannot be told from waiting: no bandwidth verdict.
 # - tracelens/b200: one 50 kB all-gather.
 # - every other foreign trace: a single rank without collectives.
-@pytest.mark.parametrize("label", foreign_labels() if HAVE_FIXTURES else [])
-@requires_fixtures
+@pytest.mark.parametrize("label", foreign_labels())
 def test_foreign_traces_raise_no_distributed_alarm(label: str) -> None:
     assert fired(facts_of(label), RULE_IDS) == set()

@@ -4,14 +4,12 @@ foreign traces for false alarms."""
 from __future__ import annotations
 
 import pytest
-from helpers.paths import requires_fixtures
 from helpers.rules import fire, fired
 from helpers.stores import facts as facts_of
 from helpers.traces import foreign_labels
 
 from analysis.rules.recommend import recommend
 
-pytestmark = requires_fixtures
 RULE_IDS = ("decode-batching", "weight-quantization", "paged-kv-cache")
 DECODE = "h200/decode_b1.pt.trace.json.gz"
 LLAMA = "h200/hf_llama_generate_b4.pt.trace.json.gz"

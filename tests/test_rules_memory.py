@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from helpers.paths import HAVE_FIXTURES, requires_fixtures
 from helpers.rules import fire, fired
 from helpers.stores import facts as facts_of
 from helpers.stores import sample_facts
@@ -24,7 +23,6 @@ def test_small_gpt_step_waits_for_the_host_with_memory_free() -> None:
     assert found.saving_ms == pytest.approx(facts.step_ms - max(facts.step_ms / 4, busy))
 
 
-@requires_fixtures
 @pytest.mark.parametrize(
     "label",
     [
@@ -56,7 +54,6 @@ def test_no_allocator_churn_in_the_steady_state() -> None:
 #   GEMM is the classifier.
 # - hta mi250 minitoy: [5, 128] GEMMs, GPU 98 % idle, but no allocator events.
 # - the other training traces record no allocator events; the rest are inference.
-@pytest.mark.parametrize("label", foreign_labels() if HAVE_FIXTURES else [])
-@requires_fixtures
+@pytest.mark.parametrize("label", foreign_labels())
 def test_foreign_traces_raise_no_memory_alarm(label: str) -> None:
     assert fired(facts_of(label), RULE_IDS) == set()

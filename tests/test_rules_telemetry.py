@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from helpers.paths import SAMPLES, fixture, requires_fixtures
+from helpers.paths import SAMPLES, fixture
 from helpers.rules import fire
 
 from analysis.facts import Facts, gather
@@ -17,7 +17,6 @@ from collectors.nvml_source import ReplaySource
 from data import reads_telemetry as rt
 from data.store import Store
 
-pytestmark = requires_fixtures
 QUIET = (  # recorded on an H200 that never left 1980 MHz during these runs
     "decode_b1",
     "hf_llama_generate_b4",

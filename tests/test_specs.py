@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers.paths import FIXTURES, REPO, requires_fixtures
+from helpers.paths import FIXTURES, REPO
 from helpers.raw_trace import load_trace_json
 
 from analysis.specs import PRECISIONS, SPECS, match_spec, spec_names
@@ -81,7 +81,6 @@ def test_override_wins_and_a_wrong_override_names_the_choices() -> None:
         match_spec("NVIDIA H200", "H300")
 
 
-@requires_fixtures
 def test_h200_traces_and_the_measured_card_agree_with_the_spec() -> None:
     """deviceProperties of a real trace and the calibrated card's properties."""
     props = load_trace_json(FIXTURES / "h200/microops.pt.trace.json.gz")["deviceProperties"][0]

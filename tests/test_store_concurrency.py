@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from helpers.paths import HAVE_FIXTURES, REPO, SAMPLES, fixture
+from helpers.paths import REPO, SAMPLES, fixture
 
 from collectors.ingest import ingest
 from data.lake import Lake
@@ -28,12 +28,9 @@ from data.store import Store
 INPUTS: list[Path] = [
     *sorted(SAMPLES.glob("*.json.gz")),
     SAMPLES / "ddp_gpt_bf16_2rank",
+    fixture("h200/microops.pt.trace.json.gz"),
+    fixture("foreign/hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz"),
 ]
-if HAVE_FIXTURES:
-    INPUTS += [
-        fixture("h200/microops.pt.trace.json.gz"),
-        fixture("foreign/hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz"),
-    ]
 
 READ_QUERIES = [
     "SELECT run_id, name, rank_count, kernel_count FROM runs ORDER BY ingested_at_ns DESC",

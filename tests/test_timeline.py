@@ -7,7 +7,6 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
-from helpers.paths import requires_fixtures
 from helpers.stores import fixture_run
 
 from analysis import timeline as tl
@@ -15,7 +14,6 @@ from analysis.figures.timeline import timeline_heatmap, timeline_kernels
 from data import reads_timeline
 from data.store import Store
 
-pytestmark = requires_fixtures
 LARGEST = "h200/hf_llama_generate_b4.pt.trace.json.gz"  # most GPU activities (38 k)
 MULTI = "foreign/hta/trace_filter/"
 

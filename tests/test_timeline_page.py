@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers.pages import dashboard_store, open_page
-from helpers.paths import HAVE_FIXTURES, REPO, SAMPLES, fixture, requires_fixtures
+from helpers.paths import REPO, SAMPLES, fixture
 from streamlit.testing.v1 import AppTest
 
 from analysis import timeline as tl
@@ -27,7 +27,7 @@ CPU_ONLY = REPO / "tests" / "data" / "cpu_mlp.pt.trace.json.gz"
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, str, str | None]]:
     d = tmp_path_factory.mktemp("store")
     run, cpu = ingest([SAMPLE], data_dir=d), ingest([CPU_ONLY], data_dir=d)
-    big = ingest([fixture(LARGEST)], data_dir=d) if HAVE_FIXTURES else None
+    big = ingest([fixture(LARGEST)], data_dir=d)
     with dashboard_store(d):
         yield d, run, cpu, big
 
@@ -66,7 +66,6 @@ def test_a_small_run_is_drawn_kernel_by_kernel(runs: tuple[Path, str, str, str |
     assert "op: aten::" in spec  # hover names the launching op
 
 
-@requires_fixtures
 def test_a_large_run_is_aggregated_until_the_window_is_narrow(
     runs: tuple[Path, str, str, str | None],
 ) -> None:

@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
 REPO = Path(__file__).resolve().parents[2]
 # The H200 and public traces: ../shared/fixtures beside the repository, or $DASH_FIXTURES.
 FIXTURES_ENV = "DASH_FIXTURES"
@@ -20,9 +18,3 @@ GOLDEN = REPO / "tests" / "golden"
 def fixture(rel: str) -> Path:
     """A path under the shared fixtures (tests/conftest.py checks they are there)."""
     return FIXTURES / rel
-
-
-HAVE_FIXTURES = FIXTURES.is_dir()
-requires_fixtures = pytest.mark.skipif(
-    not HAVE_FIXTURES, reason=f"shared fixtures not present at {FIXTURES}"
-)
