@@ -12,7 +12,7 @@ FIXTURES_ENV = "DASH_FIXTURES"
 FIXTURES = Path(os.environ.get(FIXTURES_ENV) or REPO.parent / "shared" / "fixtures")
 SAMPLES = REPO / "data" / "samples"
 TEST_DATA = REPO / "tests" / "data"
-GOLDEN = REPO / "tests" / "golden"
+GOLDEN_DIR = REPO / "tests" / "golden"
 
 
 def fixture(rel: str) -> Path:

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from helpers.paths import FIXTURES, REPO
-from helpers.raw_trace import load_trace_json
 
 from analysis.specs import PRECISIONS, SPECS, match_spec, spec_names
 
@@ -79,16 +75,3 @@ def test_override_wins_and_a_wrong_override_names_the_choices() -> None:
     assert match_spec(None, "H100 PCIe 80GB") is not None
     with pytest.raises(KeyError, match="H200 SXM 141GB"):
         match_spec("NVIDIA H200", "H300")
-
-
-def test_h200_traces_and_the_measured_card_agree_with_the_spec() -> None:
-    """deviceProperties of a real trace and the calibrated card's properties."""
-    props = load_trace_json(FIXTURES / "h200/microops.pt.trace.json.gz")["deviceProperties"][0]
-    spec = match_spec(props["name"])
-    assert spec is not None
-    assert spec.sm_count == props["numSms"]
-    card = json.loads((REPO / "data/samples/ceilings_h200.json").read_text())["device"]
-    assert match_spec(card["name"]) is spec
-    assert spec.l2_mb is not None
-    assert spec.l2_mb * 2**20 == card["l2_bytes"]
-    assert spec.sm_count == card["sm_count"]

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers.pages import dashboard_store, open_page
-from helpers.paths import REPO, SAMPLES, fixture
+from helpers.paths import SAMPLES, TEST_DATA, fixture
 from streamlit.testing.v1 import AppTest
 
 from analysis import timeline as tl
@@ -20,7 +20,7 @@ from data.store import Store
 
 SAMPLE = SAMPLES / "gpt_train_fp32_naive.pt.trace.json.gz"  # 2 k activities
 LARGEST = "h200/hf_llama_generate_b4.pt.trace.json.gz"  # 38 k: more than one chart may hold
-CPU_ONLY = REPO / "tests" / "data" / "cpu_mlp.pt.trace.json.gz"
+CPU_ONLY = TEST_DATA / "cpu_mlp.pt.trace.json.gz"
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from helpers.pages import dashboard_store, open_page
-from helpers.paths import REPO, SAMPLES
+from helpers.paths import REPO, SAMPLES, TEST_DATA
 from streamlit.testing.v1 import AppTest
 
 from collectors.calibrate import main as calibrate
@@ -25,7 +25,7 @@ TRACE = SAMPLES / "gpt_train_bf16.pt.trace.json.gz"
 @pytest.fixture(scope="module")
 def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     d = tmp_path_factory.mktemp("roofline")
-    ingest([REPO / "tests" / "data" / "cpu_mlp.pt.trace.json.gz"], data_dir=d, name="cpu")
+    ingest([TEST_DATA / "cpu_mlp.pt.trace.json.gz"], data_dir=d, name="cpu")
     ingest([SAMPLES / "decode_b1_eager.pt.trace.json.gz"], data_dir=d, name="no-telemetry")
     ingest([TRACE], data_dir=d, name="gpt", tags={"tokens_per_step": "8192"})
     sampler = NvmlSampler(

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.paths import REPO
+from helpers.paths import REPO, TEST_DATA
 from helpers.raw_trace import raw_rank
 
 torch = pytest.importorskip("torch")
@@ -32,7 +32,7 @@ from collectors.torch_profiler import (  # noqa: E402
 from data.errors import NvmlUnavailableError  # noqa: E402
 from data.store import Store  # noqa: E402
 
-GPU_FIXTURES = REPO / "tests" / "data" / "profiler_hook_gpu"
+GPU_FIXTURES = TEST_DATA / "profiler_hook_gpu"
 NVML_RECORDING = REPO / "data" / "samples" / "gpt_train_bf16.nvml.csv"
 RUN = "mlp-cpu"
 

@@ -4,7 +4,7 @@ and the foreign multi-rank and NCCL traces."""
 from __future__ import annotations
 
 import pytest
-from helpers.paths import REPO
+from helpers.paths import TEST_DATA
 from helpers.rules import fire, fired
 from helpers.stores import facts as facts_of
 from helpers.stores import sample_facts
@@ -19,11 +19,10 @@ DDP = "ddp_gpt_bf16_2rank"
 # NCCL with P2P disabled (traffic through host memory) -> DDP's defaults over NVLink; and,
 # GPU-bound (batch 32) with P2P disabled, one bucket for all gradients (the all-reduce waits
 # for the end of backward) -> default 25 MB buckets.
-TESTS_DATA = REPO / "tests" / "data"
 
 
 def data_facts(name: str):  # type: ignore[no-untyped-def]
-    return sample_facts(name, TESTS_DATA)
+    return sample_facts(name, TEST_DATA)
 
 
 def test_p2p_disabled_gets_nccl_topology_and_the_fixed_run_saves_that_much() -> None:

@@ -1,7 +1,7 @@
 """The catalog: every id of ARCHITECTURE.md, at least 18 with real detection, the README's
 table generated from it."""
 
-from pathlib import Path
+from helpers.paths import REPO
 
 from analysis.rules.catalog import CATALOG, markdown
 from analysis.rules.recommend import RULES
@@ -33,6 +33,6 @@ def test_detecting_rules_are_documented_and_the_rest_say_what_they_need() -> Non
 
 
 def test_readme_catalog_is_the_generated_one() -> None:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (REPO / "README.md").read_text()
     block = readme.split("<!-- catalog:start -->\n")[1].split("<!-- catalog:end -->")[0]
     assert block == markdown()

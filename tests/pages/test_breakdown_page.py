@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from helpers.pages import dashboard_store, open_page
-from helpers.paths import REPO, SAMPLES
+from helpers.paths import SAMPLES, TEST_DATA
 from streamlit.testing.v1 import AppTest
 
 from analysis import breakdown as bd
@@ -16,7 +16,7 @@ from data import reads
 from data.store import Store
 
 DDP = SAMPLES / "ddp_gpt_bf16_2rank"
-CPU_ONLY = REPO / "tests" / "data" / "cpu_mlp.pt.trace.json.gz"
+CPU_ONLY = TEST_DATA / "cpu_mlp.pt.trace.json.gz"
 
 
 @pytest.fixture(scope="module")

@@ -8,19 +8,19 @@ from pathlib import Path
 
 import pytest
 from helpers.pages import dashboard_store
+from helpers.paths import REPO, SAMPLES
 from streamlit.testing.v1 import AppTest
 
 from collectors.ingest import ingest
 from data.store import Store
 
-ROOT = Path(__file__).resolve().parent.parent
-SAMPLE = ROOT / "data" / "samples" / "gpt_train_bf16.pt.trace.json.gz"
-OTHER = ROOT / "data" / "samples" / "decode_b1_eager.pt.trace.json.gz"
+SAMPLE = SAMPLES / "gpt_train_bf16.pt.trace.json.gz"
+OTHER = SAMPLES / "decode_b1_eager.pt.trace.json.gz"
 
 
 def registered_pages() -> list[str]:
     """The page files app.py registers with st.Page (the registry, not a folder glob)."""
-    tree = ast.parse((ROOT / "app.py").read_text())
+    tree = ast.parse((REPO / "app.py").read_text())
     return [
         node.args[0].value
         for node in ast.walk(tree)
@@ -39,11 +39,11 @@ def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 def app() -> AppTest:
-    return AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    return AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
 
 
 def test_registry_lists_every_page_file() -> None:
-    files = {f"pages/{p.name}" for p in (ROOT / "pages").glob("*.py") if not p.name.startswith("_")}
+    files = {f"pages/{p.name}" for p in (REPO / "pages").glob("*.py") if not p.name.startswith("_")}
     assert set(registered_pages()) == files
 
 
@@ -140,12 +140,12 @@ def test_first_start_loads_the_demo_set_beside_a_run_already_there(
     first = ingest([SAMPLE], data_dir=tmp_path)
     monkeypatch.setenv("DASH_DATA", str(tmp_path))
     # WHEN the dashboard starts THEN the rest of the demo set is loaded, the duplicate skipped
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300).run()
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=300).run()
     assert not at.exception
     assert not at.error, [e.value for e in at.error]
     assert (tmp_path / ".demo-ingested").exists()
     s = Store(tmp_path)
-    samples = ROOT / "data" / "samples"
+    samples = SAMPLES
     demo = [p for p in samples.iterdir() if p.is_dir() or p.name.endswith(".json.gz")]
     runs = s.runs()
     assert len(runs) == len(demo)

@@ -9,11 +9,11 @@ come from the trace alone: op shapes, kernel name, grid, registers, shared memor
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pandas as pd
 import pytest
 from helpers.ncu_csv import ncu_kernels
+from helpers.paths import TEST_DATA
 from helpers.raw_trace import load_trace_json, trace_events
 
 from analysis.gemm_traffic import REREAD_COLUMNS, ctas_per_sm, panel_reads, run_rereads
@@ -24,7 +24,7 @@ from collectors.ingest import ingest
 from data import reads, reads_roofline
 from data.store import Store
 
-DATA = Path(__file__).parent / "data" / "gemm_traffic_h200"
+DATA = TEST_DATA / "gemm_traffic_h200"
 L2_BYTES = 60 * 2**20
 # NVTX range -> (op, dims of its tensor inputs, dtype), as tools/record_gemm_traffic.py runs them
 CASES = {

@@ -10,14 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.paths import SAMPLES
 
 from collectors.parse import document, entry, helper
 from collectors.parse.rank_trace import RankTrace
 from data.errors import TraceFormatError
 
-SAMPLE = (
-    Path(__file__).resolve().parent.parent / "data" / "samples" / "decode_b1_eager.pt.trace.json.gz"
-)
+SAMPLE = SAMPLES / "decode_b1_eager.pt.trace.json.gz"
 
 
 def _assert_same(a: RankTrace, b: RankTrace) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from helpers.pages import dashboard_store, open_page
-from helpers.paths import REPO, SAMPLES
+from helpers.paths import REPO, SAMPLES, TEST_DATA
 from streamlit.testing.v1 import AppTest
 
 from analysis.facts import gather
@@ -22,7 +22,7 @@ from data.store import Store
 @pytest.fixture(scope="module")
 def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     d = tmp_path_factory.mktemp("recommendations")
-    ingest([REPO / "tests" / "data" / "cpu_mlp.pt.trace.json.gz"], data_dir=d, name="cpu")
+    ingest([TEST_DATA / "cpu_mlp.pt.trace.json.gz"], data_dir=d, name="cpu")
     ingest([SAMPLES / "gpt_train_fp32_naive.pt.trace.json.gz"], data_dir=d, name="naive")
     ceilings = str(REPO / "data/samples/ceilings_h200.json")
     assert calibrate(["--data", str(d), "--import", ceilings]) == 0

@@ -11,16 +11,16 @@ makes negative), our own breakdown must still work and add up.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from helpers.paths import GOLDEN_DIR
 from helpers.stores import fixture_run
 
 from analysis import breakdown as bd
 from data import reads, reads_timeline
 from data.store import Store
 
-GOLDEN = json.loads((Path(__file__).parent / "golden" / "hta_breakdown.json").read_text())
+GOLDEN = json.loads((GOLDEN_DIR / "hta_breakdown.json").read_text())
 TRITON = "foreign/hta/triton_example/triton_example.json.gz"
 # Where HTA's own number is wrong, and why (checked in test_hta_counts_a_cpu_op_as_gpu_work).
 HTA_WRONG = {

@@ -1,17 +1,12 @@
-"""The breakdown's definitions on tiny hand-built frames, then its invariants on real traces."""
+"""The breakdown's definitions on tiny hand-built frames (its invariants on real traces are in
+tests/integration/test_breakdown_real_traces.py)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import pytest
-from helpers.stores import fixture_run
-from helpers.traces import fixture_runs
 
 from analysis import breakdown as bd
-from data import reads
-
-PARTS = ["compute_ns", "comm_ns", "memcpy_ns", "memset_ns", "idle_ns"]
 
 
 def events(*rows: tuple[object, ...]) -> pd.DataFrame:
@@ -143,44 +138,3 @@ def test_hta_mapping_rounds_to_whole_us() -> None:
     assert h["idle_pct"] == pytest.approx(100 / 3)
     exact = bd.hta_comparable(ev, marks, hta_rounding=False).iloc[0]
     assert exact["kernel_time_ns"] == 3500
-
-
-# ------------------------------------------------------------------------ real traces
-
-REAL = [r.label for r in fixture_runs()]
-
-
-@pytest.mark.parametrize("label", REAL)
-def test_real_trace_shares_add_up_to_the_ns(label: str) -> None:
-    s, run = fixture_run(label)
-    ev, st = reads.gpu_events(s, run), reads.steps(s, run)
-    per = bd.breakdown(ev, st)
-    if ev.empty:
-        assert per.empty
-        return
-    assert (per[PARTS].sum(axis=1) == per["window_ns"]).all()
-    assert (
-        per["host_wait_ns"] + per["kernel_wait_ns"] + per["idle_other_ns"] == per["idle_ns"]
-    ).all()
-    assert (per.drop(columns=["rank", "step"]).to_numpy() >= 0).all()
-    for _, r in per.groupby("rank"):  # windows tile: each starts where the previous ended
-        assert (r["start_ns"].to_numpy()[1:] == r["end_ns"].to_numpy()[:-1]).all()
-    # Every GPU activity of a step-less rank, and all the launched work of the steps, is
-    # inside the windows: the busy time equals the union of the events inside them.
-    ts = ev["ts_ns"].to_numpy(np.int64)
-    inside = (ts >= per["start_ns"].min()) & (ts + ev["dur_ns"].to_numpy() <= per["end_ns"].max())
-    if not st.empty:
-        assert inside[ev["step"].notna().to_numpy()].all()
-
-
-def test_real_two_rank_nccl_run() -> None:
-    s, run = fixture_run("foreign/hta/trace_filter/")
-    ev = reads.gpu_events(s, run)
-    per = bd.breakdown(ev, reads.steps(s, run))
-    assert sorted(per["rank"].unique()) == [0, 1]
-    assert (per["comm_total_ns"] > 0).all()
-    assert (per["comm_overlapped_ns"] <= per["comm_total_ns"]).all()
-    sh = bd.shares(per)
-    assert sh["comm_pct"].iloc[-1] > 5  # NCCL kernels are a real share of this run
-    _, straggler = bd.rank_spread(sh, per)
-    assert straggler in (0, 1)

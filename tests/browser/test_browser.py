@@ -17,10 +17,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers.paths import REPO, TEST_DATA
 from playwright import sync_api as playwright
 
-ROOT = Path(__file__).resolve().parent.parent
-TRACE = ROOT / "tests" / "data" / "cpu_mlp.pt.trace.json.gz"
+TRACE = TEST_DATA / "cpu_mlp.pt.trace.json.gz"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.browser
 
@@ -62,7 +62,7 @@ def server(data_dir: Path) -> Iterator[str]:
             "--server.address",
             "127.0.0.1",
         ],
-        cwd=ROOT,
+        cwd=REPO,
         env={**os.environ, "DASH_DATA": str(data)},
         stdout=log,
         stderr=subprocess.STDOUT,

@@ -1,6 +1,7 @@
-"""The report in every format (`python -m analysis.report RUN --format html|md|json|pdf`) and
-the Report page, on real stores: an H200 training trace with real recommendations, and a
-CPU-only trace, whose chart sections must still be there and say that there is no GPU work.
+"""The report in every format (`python -m analysis.report RUN --format html|md|json|pdf`) on
+real stores: an H200 training trace with real recommendations, and a CPU-only trace, whose
+chart sections must still be there and say that there is no GPU work (the stores are
+tests/conftest.py's, shared with the Report page's tests in tests/pages/test_report_page.py).
 
 Each format is opened the way a reader would: HTML through html.parser, Markdown by its
 headings, tables and fences, PDF through pypdf, JSON by the ARCHITECTURE.md contract.
@@ -10,32 +11,25 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
 from collections import defaultdict
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.cli import run_module
-from helpers.pages import dashboard_store, open_page
-from helpers.paths import REPO, fixture
+from helpers.report import NO_GPU_TEXT
 from pypdf import PdfReader
 
 from analysis.report.__main__ import main
-from analysis.report.charts import CHART_SECTIONS, NO_GPU
+from analysis.report.charts import CHART_SECTIONS
 from analysis.report.export import export
 from analysis.report.md import md_escape
 from analysis.report.run import load_report
-from analysis.report.sections import SECTIONS, TITLES
-from collectors.ingest import ingest
+from analysis.report.sections import SECTIONS
 from data.store import Store
 
-NAIVE = "h200/train_gpt2_fp32_naive.pt.trace.json.gz"
-CPU_TRACE = REPO / "tests" / "data" / "cpu_mlp.pt.trace.json.gz"
 SECTION_IDS = [sid for sid, _ in SECTIONS]
 REC_KEYS = {"id", "title", "est_saving_pct", "est_saving_ms", "confidence", "evidence", "fix"}
-NO_GPU_TEXT = NO_GPU.split(":")[0]  # "No GPU activity in this run (a CPU-only trace)"
 HOSTILE = {
     "id": "kernel-fusion",
     "title": "Fuse <script>alert('title')</script> | pipes",
@@ -48,10 +42,6 @@ HOSTILE = {
     "kernels": ["void at::native::vectorized_elementwise_kernel<4, at::native::Op>(int, Op)"],
     "ops": ["aten::add"],
 }
-
-
-def report(*args: str | Path) -> subprocess.CompletedProcess[bytes]:
-    return run_module("analysis.report", *args, timeout=180, text=False)
 
 
 class Page(HTMLParser):
@@ -111,42 +101,6 @@ def no_external_urls(page: Page) -> None:
 
 def squash(text: str) -> str:
     return " ".join(text.split())
-
-
-@pytest.fixture(scope="module")
-def naive(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    d = tmp_path_factory.mktemp("report_naive")
-    run_id = ingest([fixture(NAIVE)], data_dir=d)
-    return d, run_id
-
-
-@pytest.fixture(scope="module")
-def naive_files(naive: tuple[Path, str]) -> dict[str, bytes]:
-    """Each format written by the CLI, end to end: text formats with -o, the PDF's bytes to
-    standard output."""
-    d = naive[0]
-    out: dict[str, bytes] = {}
-    for fmt in ("json", "md", "html"):
-        path = d / f"report.{fmt}"
-        proc = report("train_gpt2_fp32_naive", "--format", fmt, "-o", path, "--data", d)
-        assert proc.returncode == 0, proc.stderr.decode()
-        assert proc.stdout == b""
-        out[fmt] = path.read_bytes()
-    proc = report("train_gpt2_fp32_naive", "--format", "pdf", "--data", d)
-    assert proc.returncode == 0, proc.stderr.decode()
-    out["pdf"] = proc.stdout
-    return out
-
-
-@pytest.fixture(scope="module")
-def naive_doc(naive_files: dict[str, bytes]) -> dict[str, Any]:
-    return dict(json.loads(naive_files["json"]))
-
-
-@pytest.fixture(scope="module")
-def cpu(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    d = tmp_path_factory.mktemp("report_cpu")
-    return d, ingest([CPU_TRACE], data_dir=d)
 
 
 @pytest.fixture(scope="module")
@@ -311,33 +265,3 @@ def test_cli_errors_are_one_line(
         main(["cpu_mlp", "--format", "docx", "--data", str(d)])
     assert exit_.value.code == 2
     assert "invalid choice: 'docx'" in capsys.readouterr().err
-
-
-# ------------------------------------------------------------------ the Report page
-
-
-def test_report_page_previews_and_offers_every_format(
-    naive: tuple[Path, str], naive_doc: dict[str, Any]
-) -> None:
-    d, run_id = naive
-    with dashboard_store(d):
-        at = open_page("pages/report.py", run_id)
-    assert not at.error
-    buttons = at.get("download_button")
-    assert [b.proto.label.split(" ")[0] for b in buttons] == ["HTML", "Markdown", "JSON", "PDF"]
-    metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Kernels"] == f"{naive_doc['metrics']['overall']['kernel_count']:,}"
-    assert len(at.expander) == len(naive_doc["recommendations"])
-    assert [c.value for c in at.code] == [r["fix"] for r in naive_doc["recommendations"]]
-    assert len(at.get("plotly_chart")) == len(CHART_SECTIONS)
-    assert [t.label for t in at.tabs] == [TITLES[k] for k in CHART_SECTIONS]
-
-
-def test_report_page_on_a_cpu_only_run(cpu: tuple[Path, str]) -> None:
-    d, run_id = cpu
-    with dashboard_store(d):
-        at = open_page("pages/report.py", run_id)
-    assert not at.error
-    assert len(at.get("download_button")) == 4
-    assert len(at.get("plotly_chart")) == 0
-    assert sum(NO_GPU_TEXT in i.value for i in at.info) == len(CHART_SECTIONS)
