@@ -104,7 +104,7 @@ def test_a_long_wait_window_keeps_its_latest_steps(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """After a schedule's last cycle every step waits: the timer keeps a bounded window."""
-    monkeypatch.setattr("collectors.torch_profiler.MAX_TIMED_STEPS", 2)
+    monkeypatch.setattr("collectors.torch_profiler.dashboard_profile.MAX_TIMED_STEPS", 2)
     with profile_to_dashboard(
         RUN,
         ingest=False,
