@@ -2,7 +2,7 @@
 
 Holistic Trace Analysis (`pip install holistictraceanalysis==0.5.0`, not a project
 dependency: it pulls jupyterlab and friends) is the independent source that
-tests/test_breakdown_vs_hta.py compares analysis.breakdown.hta_comparable with. Every
+tests/integration/test_breakdown_vs_hta.py compares analysis.breakdown.hta_comparable with. Every
 fixture is loaded in its own child process (HTA keeps global state and can take minutes or
 crash on a trace); a fixture HTA fails on is recorded with its error, not skipped silently.
 

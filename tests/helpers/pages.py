@@ -1,0 +1,32 @@
+"""The dashboard's pages under Streamlit's AppTest, on a store of the test's own."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from helpers.paths import REPO
+
+
+@contextmanager
+def dashboard_store(d: Path) -> Iterator[Path]:
+    """Point the pages at store `d` (DASH_DATA) while the block runs, without the demo set."""
+    (d / ".demo-ingested").touch()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DASH_DATA", str(d))
+        yield d
+
+
+def open_page(page: str, run_id: str | None = None) -> AppTest:
+    """Run app.py, pick `run_id` in the sidebar, switch to `page`; it raised nothing."""
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+    if run_id is not None:
+        at.session_state["run"] = run_id
+    at.run()
+    at.switch_page(page).run()
+    assert not at.exception, at.exception
+    return at

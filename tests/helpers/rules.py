@@ -1,0 +1,15 @@
+"""Running one recommendation rule, or several, on a run's facts."""
+
+from __future__ import annotations
+
+from analysis.facts import Facts
+from analysis.rules.recommend import RULES
+from analysis.rules.registry import Finding
+
+
+def fire(facts: Facts, rule_id: str) -> Finding | None:
+    return RULES[rule_id](facts)
+
+
+def fired(facts: Facts, rule_ids: tuple[str, ...]) -> set[str]:
+    return {r for r in rule_ids if fire(facts, r) is not None}

@@ -1,0 +1,40 @@
+"""The Report page under AppTest: its preview and a download for every format, on the H200
+training run and on a CPU-only run (the stores are tests/conftest.py's)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from helpers.pages import dashboard_store, open_page
+from helpers.report import NO_GPU_TEXT
+
+from analysis.report.charts import CHART_SECTIONS
+from analysis.report.sections import TITLES
+
+
+def test_report_page_previews_and_offers_every_format(
+    naive: tuple[Path, str], naive_doc: dict[str, Any]
+) -> None:
+    d, run_id = naive
+    with dashboard_store(d):
+        at = open_page("pages/report.py", run_id)
+    assert not at.error
+    buttons = at.get("download_button")
+    assert [b.proto.label.split(" ")[0] for b in buttons] == ["HTML", "Markdown", "JSON", "PDF"]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Kernels"] == f"{naive_doc['metrics']['overall']['kernel_count']:,}"
+    assert len(at.expander) == len(naive_doc["recommendations"])
+    assert [c.value for c in at.code] == [r["fix"] for r in naive_doc["recommendations"]]
+    assert len(at.get("plotly_chart")) == len(CHART_SECTIONS)
+    assert [t.label for t in at.tabs] == [TITLES[k] for k in CHART_SECTIONS]
+
+
+def test_report_page_on_a_cpu_only_run(cpu: tuple[Path, str]) -> None:
+    d, run_id = cpu
+    with dashboard_store(d):
+        at = open_page("pages/report.py", run_id)
+    assert not at.error
+    assert len(at.get("download_button")) == 4
+    assert len(at.get("plotly_chart")) == 0
+    assert sum(NO_GPU_TEXT in i.value for i in at.info) == len(CHART_SECTIONS)

@@ -1,0 +1,30 @@
+"""Record before/after pairs of real-framework workloads, timed without the profiler.
+
+The recommendations rank fixes by estimated time saved. To check those estimates, each pair
+runs one workload twice with exactly one change (the "before" plants a recommendation, the
+"after" is the tuned reference, in which it must not appear). Every run is timed unprofiled
+(N steps, CUDA events at the step boundaries, no synchronize inside the loop), then profiled
+with the dashboard's hook (ingest=False: the GPU machine has neither duckdb nor msgspec), whose
+trace also carries the hook's own unprofiled measurement ("dashboardUnprofiledSteps").
+
+On the GPU machine (one H200, no network: every model is built from a config with random
+weights), from the repository root:
+
+    PYTHONUNBUFFERED=1 python3 tools/record_validation_pairs.py OUT --tar $OUT/validation.tar \
+        --budget-s 500
+
+Writes OUT/summary.json after every workload (ids, roles, planted recommendation, timings,
+per-step times, units per step, trace path, versions, errors) and OUT/traces/, then packs both
+into the --tar file (uncompressed, at most 16 MiB; traces that would not fit are listed in the
+summary's `tar_left_out`). `--list` prints the workloads, `--only ID[,ID]` runs some (a pair id
+selects its runs), `--budget-s` stops starting workloads once that many seconds have passed.
+
+`--smoke` runs tiny CPU versions of every workload whose libraries import here (the others
+are skipped with the reason), so the control flow, the timing, the profiling with the hook
+and the summary are exercised without a GPU.
+
+The package: workload (the shared types), timing (unprofiled timing and the hook's
+profile), training (the training step), one module per workload family (language_models,
+vision, launch_bound, decode, lightning_train), pairs (the table of pairs), runner (a
+workload's record, the summary, the tar) and cli (the command line).
+"""

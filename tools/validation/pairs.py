@@ -1,0 +1,128 @@
+"""The before/after pairs: one workload twice, with exactly one change."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from tools.validation.decode import HFDecoder, decode
+from tools.validation.language_models import bert_mlm, gpt2_train, pretokenized, tokenized_in_loop
+from tools.validation.launch_bound import launch_bound
+from tools.validation.lightning_train import lightning_train
+from tools.validation.vision import resnet50, timm_model, vision_train, vit
+from tools.validation.workload import Case, Ctx, Workload
+
+
+def host_sync_every_step() -> Callable[[torch.Tensor], None]:
+    losses: list[float] = []
+    return lambda loss: losses.append(loss.item())
+
+
+def host_sync_every_100() -> Callable[[torch.Tensor], None]:
+    state: dict[str, Any] = {"sum": None, "n": 0, "read": []}
+
+    def after(loss: torch.Tensor) -> None:
+        state["sum"] = loss.detach() if state["sum"] is None else state["sum"] + loss.detach()
+        state["n"] += 1
+        if state["n"] % 100 == 0:
+            state["read"].append(state["sum"].item() / 100)
+            state["sum"] = None
+
+    return after
+
+
+def empty_cache(_: torch.Tensor) -> None:
+    torch.cuda.empty_cache()
+
+
+def pair(
+    pair_id: str,
+    planted: str,
+    framework: str,
+    change: str,
+    needs: tuple[str, ...],
+    before: Callable[[Ctx], Workload],
+    after: Callable[[Ctx], Workload],
+) -> list[Case]:
+    common = {"pair": pair_id, "framework": framework, "change": change, "needs": needs}
+    return [
+        Case(f"{pair_id}-before", role="before", planted=planted, build=before, **common),
+        Case(f"{pair_id}-after", role="after", planted=None, build=after, **common),
+    ]
+
+
+def with_stack(cases: list[Case], pair_ids: tuple[str, ...]) -> list[Case]:
+    """The tuned runs of these pairs once more, profiled with with_stack=True (the profiler-
+    overhead model needs traces with different profiler flags)."""
+    return [
+        Case(**{**vars(c), "id": f"{c.id}-stack", "with_stack": True})
+        for c in cases
+        if c.pair in pair_ids and c.role == "after"
+    ]
+
+
+TF = ("transformers",)
+PAIRS = [
+    *pair("precision-gpt2", "mixed-precision", "transformers", "fp32 (TF32 off) -> bf16 autocast",
+          TF, lambda c: gpt2_train(c, precision="fp32"), lambda c: gpt2_train(c)),
+    *pair("tf32-vit", "tf32", "timm", "fp32 TF32 off -> TF32 on", ("timm",),
+          lambda c: vision_train(c, vit(c), c.pick(128, 2), precision="fp32"),
+          lambda c: vision_train(c, vit(c), c.pick(128, 2), precision="tf32")),
+    *pair("attention-bert", "fused-attention", "transformers", "eager attention -> sdpa",
+          TF, lambda c: bert_mlm(c, "eager"), lambda c: bert_mlm(c, "sdpa")),
+    *pair("attention-gpt2", "fused-attention", "transformers", "eager causal attention -> sdpa",
+          TF, lambda c: gpt2_train(c, attn="eager", seq=1024, batch=8),
+          lambda c: gpt2_train(c, seq=1024, batch=8)),
+    *pair("optimizer-gpt2", "fused-optimizer", "transformers",
+          "AdamW(foreach=False) -> AdamW(fused=True)", TF,
+          lambda c: gpt2_train(c, layers=6, d=768, heads=12, batch=8, optimizer="for-loop"),
+          lambda c: gpt2_train(c, layers=6, d=768, heads=12, batch=8)),
+    *pair("allocator-gpt2", "memory-headroom", "transformers",
+          "torch.cuda.empty_cache() after every step -> not", TF,
+          lambda c: gpt2_train(c, after_step=empty_cache), lambda c: gpt2_train(c)),
+    *pair("dataloader-resnet", "gpu-starvation", "timm+torchvision",
+          "DataLoader num_workers=0 -> 8 workers, pinned, persistent, prefetch 4",
+          ("timm", "torchvision"),
+          lambda c: vision_train(c, timm_model("resnet18"), c.pick(64, 2), "loader0"),
+          lambda c: vision_train(c, timm_model("resnet18"), c.pick(64, 2), "loader8")),
+    *pair("host-preprocess-gpt2", "gpu-starvation", "transformers",
+          "pure-Python tokenization in the loop -> batches pre-tokenized before it", TF,
+          lambda c: gpt2_train(c, batches=tokenized_in_loop),
+          lambda c: gpt2_train(c, batches=pretokenized)),
+    *pair("layout-resnet50", "channels-last", "torchvision", "NCHW -> channels_last",
+          ("torchvision",),
+          lambda c: vision_train(c, resnet50(), c.pick(64, 2), channels_last=False),
+          lambda c: vision_train(c, resnet50(), c.pick(64, 2))),
+    *pair("launch-bound-mlp", "cuda-graphs", "torch",
+          "eager -> torch.compile(mode='reduce-overhead') (make_graphed_callables if it fails)",
+          (), lambda c: launch_bound(c, graphs=False), lambda c: launch_bound(c, graphs=True)),
+    *pair("decode-cudagraph-llama", "cuda-graphs", "transformers",
+          "eager decode step -> the step captured in a CUDA graph and replayed", TF,
+          lambda c: decode(c, 1, graph=False), lambda c: decode(c, 1, graph=True)),
+    *pair("host-sync-gpt2", "host-sync", "transformers",
+          "loss.item() every step -> loss summed on the GPU, read every 100 steps", TF,
+          lambda c: gpt2_train(c, after_step=host_sync_every_step()),
+          lambda c: gpt2_train(c, after_step=host_sync_every_100())),
+    *pair("pageable-resnet", "pageable-memcpy", "timm",
+          "batches in pageable host memory, .to(cuda) -> pinned, non_blocking", ("timm",),
+          lambda c: vision_train(c, timm_model("resnet18"), c.pick(128, 2), "pageable"),
+          lambda c: vision_train(c, timm_model("resnet18"), c.pick(128, 2), "pinned")),
+    *pair("alignment-peft", "tensor-core-alignment", "transformers+peft",
+          "vocab 50257, batch 7 x seq 1000 -> vocab 50304, batch 8 x seq 1024 (per token)",
+          ("transformers", "peft"),
+          lambda c: gpt2_train(c, layers=6, d=768, heads=12, vocab=50257, seq=1000, batch=7,
+                               lora=True),
+          lambda c: gpt2_train(c, layers=6, d=768, heads=12, seq=1024, batch=8, lora=True)),
+    *pair("precision-lightning", "mixed-precision", "lightning",
+          'Trainer(precision="32-true") -> "bf16-mixed"', ("lightning|pytorch_lightning",),
+          lambda c: lightning_train(c, "32-true"), lambda c: lightning_train(c, "bf16-mixed")),
+    *pair("decode-batching-llama", "decode-batching", "transformers",
+          "decode batch 1 -> batch 8 (compare per sequence: step_b8 / 8)", TF,
+          lambda c: decode(c, 1, graph=False, impl=HFDecoder),
+          lambda c: decode(c, 8, graph=False, impl=HFDecoder)),
+]  # fmt: skip
+CASES = PAIRS + with_stack(
+    PAIRS, ("precision-gpt2", "attention-gpt2", "optimizer-gpt2", "layout-resnet50")
+)

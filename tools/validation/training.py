@@ -1,0 +1,60 @@
+"""The training step every training workload runs, and the smoke run's sizes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+from tools.validation.workload import Ctx
+
+Precision = str  # fp32 (TF32 off) | tf32 | bf16-autocast | bf16 (weights and inputs already)
+
+
+def set_precision(precision: Precision) -> None:
+    """TF32 for matmuls and cuDNN: on for tf32, off for fp32, PyTorch's defaults otherwise."""
+    tf32 = {"fp32": (False, False), "tf32": (True, True)}.get(precision, (False, True))
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
+
+
+def train(
+    ctx: Ctx,
+    model: nn.Module,
+    loss_fn: Callable[[Any], torch.Tensor],
+    batch: Callable[[], Any],
+    *,
+    precision: Precision = "bf16-autocast",
+    optimizer: str = "fused",
+    after_step: Callable[[torch.Tensor], None] | None = None,
+) -> Callable[[], None]:
+    """One training step: batch, forward and loss (autocast for bf16-autocast), backward,
+    AdamW (fused, or one parameter at a time with optimizer="for-loop"), zero_grad."""
+    set_precision(precision)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt_kwargs = {"fused": True} if optimizer == "fused" else {"foreach": False, "fused": False}
+    opt = torch.optim.AdamW(params, lr=1e-4, **opt_kwargs)
+    autocast = precision == "bf16-autocast"
+
+    def step() -> None:
+        b = batch()
+        with torch.autocast(ctx.device.type, dtype=torch.bfloat16, enabled=autocast):
+            loss = loss_fn(b)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        if after_step is not None:
+            after_step(loss)
+
+    return step
+
+
+def smaller(n: int, tiny: int, align: int) -> int:
+    """A smoke-run size: `tiny`, or one less when `n` is not a multiple of `align`."""
+    return tiny if n % align == 0 else tiny - 1
+
+
+def static(x: Any) -> Callable[[], Any]:
+    """The same batch every step (already on the device)."""
+    return lambda: x
