@@ -239,7 +239,8 @@ def _fmt(v: float) -> str:
 
 
 def verdict(metrics: pd.DataFrame, recommendations: pd.DataFrame) -> str:
-    """One line: step time before -> after, GPU busy, and the recommendations that went away
+    """One line: step time before -> after (without the profiler when both runs have a step
+    model, else on the traces' timelines), GPU busy, and the recommendations that went away
     or appeared."""
 
     def values(key: str) -> list[float]:
@@ -247,10 +248,12 @@ def verdict(metrics: pd.DataFrame, recommendations: pd.DataFrame) -> str:
         return [float(row[c].iloc[0]) for c in ("before", "after", "delta_pct")]
 
     parts = []
-    before, after, pct = values("step_time_ms")
-    if not (math.isnan(before) or math.isnan(after)):
-        rel = "" if math.isnan(pct) else f" ({pct:+.0f} %)"
-        parts.append(f"step time {_fmt(before)} -> {_fmt(after)} ms{rel}")
+    for key, what in (("unprofiled_step_ms", "unprofiled"), ("step_time_ms", "profiled")):
+        before, after, pct = values(key)
+        if not (math.isnan(before) or math.isnan(after)):
+            rel = "" if math.isnan(pct) else f" ({pct:+.0f} %)"
+            parts.append(f"step time {_fmt(before)} -> {_fmt(after)} ms {what}{rel}")
+            break
     before, after, _ = values("gpu_busy_pct")
     if not (math.isnan(before) or math.isnan(after)):
         parts.append(f"GPU busy {_fmt(before)} -> {_fmt(after)} %")

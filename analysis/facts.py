@@ -18,9 +18,11 @@ from analysis import breakdown as bd
 from analysis import roofline
 from analysis.gemm_shapes import weight_gemms
 from analysis.gemm_traffic import run_rereads
+from analysis.host_regions import idle_by_region, region_table
 from analysis.load import HostData, RunData, RunEvidence, RunTelemetry, Store, load_evidence
 from analysis.overview import step_times
 from analysis.specs import DeviceSpec, match_spec
+from analysis.step_model import StepModel, step_model
 
 T = TypeVar("T")
 # The ops whose calls the rules read with their shapes (analysis.load.HostData.shaped_ops):
@@ -99,6 +101,50 @@ class Facts:
         return [r for r in (sheet, self.measured) if r is not None]
 
     @cached_property
+    def step_model(self) -> StepModel | None:
+        """The unprofiled step and what bounds it (analysis.step_model); None without
+        ProfilerSteps."""
+        h = self.host
+        return step_model(self.steps, self.events, h.step_host, h.trace_metadata, self.run.tags)
+
+    @cached_property
+    def host_ms_per_launch(self) -> float:
+        """The host's own time per kernel the model launches, without the profiler: the
+        step model's host time, its share in the model's forward and backward passes (not
+        input preparation or Python between steps), over the kernels a step launches (0
+        without a step model)."""
+        model = self.step_model
+        launched = len(self.kernels) / (self.windows * self.ranks)
+        if model is None or not launched:
+            return 0.0
+        s = self.steps.merge(self.host.pass_spans, on=["rank", "step"])
+        end = (s["ts_ns"] + s["dur_ns"]).astype("Int64")
+        model_end = s["bwd_end_ns"].astype("Int64").fillna(end)
+        share = ((model_end - s["fwd_start_ns"].astype("Int64")) / s["dur_ns"]).astype(float)
+        share_med = float(share.clip(0, 1).median()) if share.notna().any() else 1.0
+        return model.host_ms * share_med / launched
+
+    @cached_property
+    def idle_regions(self) -> pd.DataFrame:
+        """GPU idle time per rank, step and host region (analysis.host_regions)."""
+        h = self.host
+        return idle_by_region(self.events, self.per_step, self.steps, h.pass_spans, h.regions)
+
+    def region_idle_ms(self, *regions: str) -> float:
+        """GPU idle per step in these host regions: without the profiler (the trace's idle
+        scaled to the step model's headroom), on the trace's timeline without a model."""
+        t = self.region_table
+        rows = t[t["region"].isin(regions)]
+        return float(rows["unprofiled_ms"].fillna(rows["idle_ms"]).sum())
+
+    @cached_property
+    def region_table(self) -> pd.DataFrame:
+        """analysis.host_regions.region_table of the run."""
+        model = self.step_model
+        headroom = model.headroom_ms if model is not None else None
+        return region_table(self.idle_regions, self.windows * self.ranks, headroom)
+
+    @cached_property
     def per_step(self) -> pd.DataFrame:
         """analysis.breakdown.breakdown: one row per rank and step window."""
         return bd.breakdown(self.events, self.steps)
@@ -130,13 +176,20 @@ class Facts:
         return max(int(self.per_step.groupby("rank").size().max()), 1)
 
     @cached_property
-    def step_ms(self) -> float:
-        """Median step time (slowest rank, start to next start); the whole window without
-        steps."""
-        times = step_times(self.steps)
+    def profiled_step_ms(self) -> float:
+        """Median step time on the trace's timeline (analysis.overview.step_times, slowest
+        rank); the whole window without steps."""
+        times = step_times(self.steps, self.events)
         if len(times):
             return float(times["step_time_ms"].median())
         return float(self.per_step["window_ns"].max()) / 1e6 if len(self.per_step) else 0.0
+
+    @cached_property
+    def step_ms(self) -> float:
+        """The step savings are taken against: the unprofiled step (the step model) when
+        the host-side frames are loaded and the run has steps, else the trace's."""
+        model = self.step_model if self._host is not None else None
+        return model.unprofiled_ms if model is not None else self.profiled_step_ms
 
     def per_step_ms(self, total_ns: float) -> float:
         """Time summed over all steps and ranks, as ms per step (per rank)."""

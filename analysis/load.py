@@ -16,7 +16,14 @@ from typing import Any
 import pandas as pd
 
 from analysis.timeline import MAX_SHAPES, bucket_plan
-from data import reads, reads_recommend, reads_roofline, reads_telemetry, reads_timeline
+from data import (
+    reads,
+    reads_host,
+    reads_recommend,
+    reads_roofline,
+    reads_telemetry,
+    reads_timeline,
+)
 from data.cli_child import resolve_trace
 from data.store import DEFAULT_DATA_DIR, Store
 
@@ -73,6 +80,10 @@ class HostData:
     allocator_calls: pd.DataFrame
     backward_ops: int
     shaped_ops: pd.DataFrame  # the ops named in `load_host(shaped=…)`, with their shapes
+    step_host: pd.DataFrame  # data.reads_host.step_host: event counts, blocked time per step
+    pass_spans: pd.DataFrame  # data.reads_host.pass_spans: forward and backward per step
+    regions: pd.DataFrame  # data.reads_host.region_intervals
+    trace_metadata: pd.DataFrame  # data.reads_host.trace_metadata
 
 
 @dataclass(frozen=True)
@@ -143,6 +154,10 @@ def load_host(store: Store, run_id: str, shaped: tuple[str, ...] = ()) -> HostDa
         allocator_calls=reads_recommend.allocator_calls(store, run_id),
         backward_ops=reads_recommend.backward_op_count(store, run_id),
         shaped_ops=reads_recommend.shaped_ops(store, run_id, shaped),
+        step_host=reads_host.step_host(store, run_id),
+        pass_spans=reads_host.pass_spans(store, run_id),
+        regions=reads_host.region_intervals(store, run_id),
+        trace_metadata=reads_host.trace_metadata(store, run_id),
     )
 
 

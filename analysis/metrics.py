@@ -16,7 +16,9 @@ class Metric:
 
 
 _ALL = (
-    Metric("step_time_ms", "time per step (ms)", "Time per step", "lower", 2),
+    Metric("step_time_ms", "time per step, profiled (ms)", "Step, profiled", "lower", 2),
+    Metric("unprofiled_step_ms", "time per step, unprofiled (ms)", "Step, unprofiled", "lower", 2),
+    Metric("profiler_share_pct", "profiler's share of the step (%)", "Profiler's share", "", 1),
     Metric("kernel_count", "kernels", "Kernels", "", 0),
     Metric("kernel_time_ms", "kernel time (ms)", "Kernel time", "", 2),
     Metric("kernels_per_step", "kernels per step", "Kernels per step", "lower", 0),
@@ -40,13 +42,15 @@ METRICS = {m.key: m for m in _ALL}
 
 # The report's key metrics table, in reading order.
 REPORT_METRICS = (
-    "step_time_ms", "kernel_count", "kernel_time_ms", "gpu_busy_pct", "compute_pct",
+    "unprofiled_step_ms", "step_time_ms", "profiler_share_pct", "kernel_count",
+    "kernel_time_ms", "gpu_busy_pct", "compute_pct",
     "comm_pct", "comm_overlap_pct", "memcpy_pct", "memset_pct", "idle_pct", "host_wait_pct",
     "kernel_wait_pct", "achieved_tflops", "mfu_pct", "hbm_bw_util_pct",
 )  # fmt: skip
 # The comparison's rows: totals become per-step values (runs profile different step counts).
 COMPARE_METRICS = (
-    "step_time_ms", "gpu_busy_pct", "idle_pct", "host_wait_pct", "kernel_wait_pct",
+    "unprofiled_step_ms", "step_time_ms", "profiler_share_pct", "gpu_busy_pct", "idle_pct",
+    "host_wait_pct", "kernel_wait_pct",
     "idle_other_pct", "compute_pct", "comm_pct", "comm_overlap_pct", "memcpy_pct",
     "memset_pct", "kernels_per_step", "kernel_ms_per_step", "achieved_tflops", "mfu_pct",
     "hbm_bw_util_pct", "modelled_time_pct",

@@ -350,7 +350,7 @@ def step_metrics(
             {"step": [-1], "flops": [df["flops"].sum()], "bytes": [df["bytes"].sum()]}
         )
     else:
-        times = step_times(steps)[["step", "step_time_ms"]]
+        times = step_times(steps, df)[["step", "step_time_ms"]]
         work = df.groupby("step", as_index=False)[["flops", "bytes"]].sum(min_count=1)
     out = times.merge(work, on="step", how="left")
     out[["flops", "bytes"]] = out[["flops", "bytes"]].fillna(0.0)

@@ -17,17 +17,19 @@ if TYPE_CHECKING:
 
 def launching_ops(store: Store, run_id: str) -> pd.DataFrame:
     """The CPU ops that launched GPU work: rank, external_id, signature (one id per distinct
-    name + shapes + dtypes + scalars), name, input_dims, input_types, concrete_inputs (JSON
-    text as recorded). Each distinct signature's text is read once and shared by its rows."""
+    name + shapes + dtypes + scalars + strides), name, input_dims, input_types,
+    concrete_inputs, input_strides (JSON text as recorded). Each distinct signature's text
+    is read once and shared by its rows."""
     launching = """
-        SELECT rank, external_id, name, input_dims, input_types, concrete_inputs FROM cpu_ops
+        SELECT rank, external_id, name, input_dims, input_types, concrete_inputs, input_strides
+        FROM cpu_ops
         WHERE run_id = ? AND (rank, external_id) IN (
             SELECT DISTINCT rank, op_external_id FROM gpu_events
             WHERE run_id = ? AND op_external_id IS NOT NULL)
     """
     sigs = store.query(
         f"""
-        SELECT name, input_dims, input_types, concrete_inputs,
+        SELECT name, input_dims, input_types, concrete_inputs, input_strides,
                list(rank) AS ranks, list(external_id) AS ids
         FROM ({launching}) GROUP BY ALL
         """,

@@ -16,6 +16,7 @@ from typing import NoReturn
 
 import streamlit as st
 
+from analysis.facts import Facts, gather
 from data.cli_child import ingest_child, run_child
 from data.errors import DashError, DuplicateTraceError
 from data.store import DEFAULT_DATA_DIR, Store
@@ -84,6 +85,18 @@ def _ensure_demo(s: Store) -> None:
 def _run_module(module: str, *args: str) -> None:
     """Run a collector CLI against this store; its error comes back as the typed DashError."""
     run_child(module, *args, "--data", str(data_dir()))
+
+
+# A run never changes after ingest; the ttl picks up newly imported ceilings. The facts memo
+# their derived frames, so the pages of one run share the work.
+@st.cache_resource(show_spinner="Reading the run…", ttl=600, max_entries=4)
+def _facts(path: str, run_id: str) -> Facts:
+    return gather(_store(path), run_id)
+
+
+def run_facts(run_id: str) -> Facts:
+    """One run's facts (analysis.facts), read once per server process and shared by pages."""
+    return _facts(str(data_dir()), run_id)
 
 
 def run_ingest(

@@ -5,18 +5,18 @@ import streamlit as st
 
 from analysis import breakdown as bd
 from analysis.figures.breakdown import breakdown_bars, rank_share_bars
-from data import reads
-from pages._ui import fmt_ms, fmt_pct, require_run
+from analysis.host_regions import REGION_NOTE
+from pages._ui import fmt_ms, fmt_pct, require_run, run_facts
 
 s, run_id = require_run()
 st.title("Where the time goes")
-events = reads.gpu_events(s, run_id)
+facts = run_facts(run_id)
+events = facts.events
 if events.empty:
     st.info("This run has no GPU activity (a CPU-only trace): there is no GPU time to break down.")
     st.stop()
-steps = reads.steps(s, run_id)
-per_step = bd.breakdown(events, steps)
-shares = bd.shares(per_step)
+per_step = facts.per_step
+shares = facts.rank_shares
 overall = shares[shares["rank"].isna()].iloc[0]
 st.caption(
     "Exclusive shares of each step's GPU window, in priority order compute > comm > memcpy > "
@@ -42,6 +42,31 @@ c[5].metric(
 
 st.subheader("Per step")
 st.plotly_chart(breakdown_bars(per_step), width="stretch")
+
+regions = facts.region_table
+if len(regions):
+    st.subheader("GPU idle by host region")
+    st.caption(REGION_NOTE)
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "host region": regions["label"],
+                "idle on the trace (ms per step)": regions["idle_ms"],
+                "idle without the profiler (ms per step)": regions["unprofiled_ms"],
+                "share of idle": regions["share_pct"],
+                "claimed by": regions["claimed_by"].replace("", "—"),
+            }
+        ),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "idle on the trace (ms per step)": st.column_config.NumberColumn(format="%.3f"),
+            "idle without the profiler (ms per step)": st.column_config.NumberColumn(format="%.3f"),
+            "share of idle": st.column_config.ProgressColumn(
+                format="%.1f %%", min_value=0, max_value=100
+            ),
+        },
+    )
 
 if not pd.isna(overall["comm_overlap_pct"]):
     st.markdown(

@@ -14,7 +14,8 @@ from pages._ui import fmt_ms, fmt_pct, show_error, store
 
 # (metric, headline label, formatter of the value, unit of the delta).
 HEADLINES = (
-    ("step_time_ms", "Time per step", fmt_ms, " ms"),
+    ("unprofiled_step_ms", "Step, unprofiled", fmt_ms, " ms"),
+    ("step_time_ms", "Step, profiled", fmt_ms, " ms"),
     ("gpu_busy_pct", "GPU busy", fmt_pct, " pp"),
     ("host_wait_pct", "Idle: host wait", fmt_pct, " pp"),
     ("kernels_per_step", "Kernels per step", lambda v: "—" if v is None else f"{v:,.0f}", ""),

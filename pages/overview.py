@@ -7,8 +7,9 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from analysis.overview import overview, step_times, top_kernels
+from analysis.step_model import BASIS
 from data import reads
-from pages._ui import fmt_bytes, fmt_ms, fmt_pct, require_run
+from pages._ui import fmt_bytes, fmt_ms, fmt_pct, require_run, run_facts
 
 s, run_id = require_run()
 run = s.run_summary(run_id)
@@ -16,9 +17,10 @@ st.title(run["name"])
 st.caption(f"`{run_id}` · {', '.join(run['source'] or [])}")
 
 ranks = reads.ranks(s, run_id)
-steps = reads.steps(s, run_id)
+facts = run_facts(run_id)
+steps, events = facts.steps, facts.events
 kernels = reads.kernel_totals(s, run_id)
-ov = overview(int(run["rank_count"]), steps, reads.gpu_events(s, run_id), kernels)
+ov = overview(int(run["rank_count"]), steps, events, kernels)
 devices = reads.devices(s, run_id)
 if devices.empty:
     st.markdown("**CPU only**: the trace has no GPU device properties")
@@ -34,13 +36,21 @@ else:
         )
     )
 
-c = st.columns(5)
+model = facts.step_model
+c = st.columns(5 if model is None else 6)
 c[0].metric("Ranks", ov.rank_count)
 c[1].metric("Steps", ov.step_count or "—", help="ProfilerStep#N ranges in the trace")
+if model is not None:
+    c.pop(2).metric(
+        "Step, unprofiled",
+        fmt_ms(model.unprofiled_ms),
+        help=f"The median step without the profiler: {BASIS[model.source]}. Savings on the "
+        "Recommendations page are taken against it.",
+    )
 c[2].metric(
-    "Time per step",
+    "Step, profiled" if model is not None else "Time per step",
     fmt_ms(ov.step_time_ms),
-    help="Median time from one step's start to the next (slowest rank)",
+    help="Median span of the GPU work each step launched on the trace's timeline (slowest rank)",
 )
 c[3].metric(
     "GPU busy",
@@ -49,6 +59,14 @@ c[3].metric(
     "page splits the rest",
 )
 c[4].metric("Kernels", f"{ov.kernel_count:,}", help=f"{fmt_ms(ov.kernel_time_ms)} of kernel time")
+if model is not None:
+    st.caption(
+        f"The profiler added {fmt_pct(model.profiler_share_pct)} to the step "
+        f"({fmt_ms(model.profiled_ms)} profiled, {fmt_ms(model.unprofiled_ms)} without it: "
+        f"{BASIS[model.source]}). Per step without it: GPU work {fmt_ms(model.gpu_ms)}, host "
+        f"work {fmt_ms(model.host_ms)}, host and GPU waiting on each other "
+        f"{fmt_ms(model.serial_ms)}."
+    )
 
 if run["events_malformed"]:
     examples = [e for r in ranks["malformed_examples"] for e in json.loads(r or "[]")]
@@ -58,7 +76,7 @@ if run["events_malformed"]:
         icon="⚠️",
     )
 
-per_step = step_times(steps)
+per_step = step_times(steps, events)
 if not per_step.empty:
     st.subheader("Steps")
     fig = go.Figure()

@@ -3,12 +3,12 @@
 import pandas as pd
 import streamlit as st
 
-from analysis.facts import gather
 from analysis.rules.catalog import CATALOG
-from analysis.rules.recommend import Recommendation, kernels_behind, recommend
+from analysis.rules.recommend import MINOR_PCT, Recommendation, kernels_behind, recommend
+from analysis.step_model import BASIS
 from analysis.text import ms
 from data.errors import DashError
-from pages._ui import fmt_ms, require_run, show_error, store
+from pages._ui import fmt_ms, require_run, run_facts, show_error
 
 CONFIDENCE_BADGE = {"high": ":green-badge[high confidence]",
                     "medium": ":orange-badge[medium confidence]",
@@ -19,30 +19,59 @@ Behind = tuple[pd.DataFrame, int | None]
 
 # A run never changes after ingest; the ttl picks up newly imported ceilings.
 @st.cache_data(show_spinner="Running the rules…", ttl=600, max_entries=16)
-def ranked(run_id: str) -> tuple[float, list[Recommendation], list[Behind]]:
-    facts = gather(store(), run_id)
+def ranked(run_id: str) -> tuple[str, list[Recommendation], list[Behind]]:
+    facts = run_facts(run_id)
     recs = recommend(facts)
-    return facts.step_ms, recs, [kernels_behind(facts, r) for r in recs]
+    model = facts.step_model
+    basis = (
+        f"median step {fmt_ms(facts.step_ms)} without the profiler, {BASIS[model.source]}; "
+        f"{fmt_ms(model.profiled_ms)} profiled"
+        if model is not None
+        else f"median step {fmt_ms(facts.step_ms)} on the trace's timeline"
+    )
+    return basis, recs, [kernels_behind(facts, r) for r in recs]
+
+
+def show_minor(minor: list[Recommendation]) -> None:
+    """The findings under MINOR_PCT of the step, listed apart."""
+    if not minor:
+        return
+    with st.expander(f"Minor findings ({len(minor)}): under {MINOR_PCT} % of the step, not ranked"):
+        st.dataframe(
+            pd.DataFrame(
+                {
+                    "recommendation": [r.title for r in minor],
+                    "id": [r.id for r in minor],
+                    "saving per step": [ms(r.est_saving_ms) for r in minor],
+                    "% of step": [round(r.est_saving_pct, 3) for r in minor],
+                }
+            ),
+            hide_index=True,
+        )
 
 
 s, run_id = require_run()
 run = s.run_summary(run_id)
 st.title("Recommendations")
 try:
-    step_ms, recs, behind = ranked(run_id)
+    basis, all_recs, all_behind = ranked(run_id)
 except DashError as e:
     show_error(e)
 st.caption(
-    f"{run['name']} · median step {fmt_ms(step_ms)} · savings are per step and per "
-    "rank, measured on this run; they overlap (fixing one changes the others), so they rank "
-    "but do not add up."
+    f"{basis} · savings are per step and per rank, against the step without the profiler; "
+    "they overlap (fixing one changes the others), so they rank but do not add up."
 )
+recs = [r for r in all_recs if not r.minor]
+behind = [b for r, b in zip(all_recs, all_behind, strict=True) if not r.minor]
+minor = [r for r in all_recs if r.minor]
 if not recs:
     st.success(
-        f"None of the {len(CATALOG)} rules found something to change in this run "
-        "(thresholds: README, Recommendations).",
+        f"None of the {len(CATALOG)} rules found something worth changing in this run "
+        f"(a saving of {MINOR_PCT} % of the step or more; thresholds: README, "
+        "Recommendations).",
         icon="✅",
     )
+    show_minor(minor)
     st.stop()
 
 table = pd.DataFrame(
@@ -68,6 +97,11 @@ for i, (r, (top, first)) in enumerate(zip(recs, behind, strict=True), 1):
         head, saving = st.columns([4, 1])
         head.subheader(f"{i}. {r.title}", anchor=r.id)
         head.markdown(f"`{r.id}` {CONFIDENCE_BADGE[r.confidence]}")
+        if r.alternative_of:
+            head.caption(
+                f"An alternative to {r.alternative_of}: the same kernels, so the two savings "
+                "do not add up."
+            )
         saving.metric(
             "Saving per step",
             ms(r.est_saving_ms),
@@ -95,5 +129,6 @@ for i, (r, (top, first)) in enumerate(zip(recs, behind, strict=True), 1):
                     query_params={"run": run_id, "ops": list(r.ops)},
                 )  # fmt: skip
 
+show_minor(minor)
 st.page_link("pages/report.py", label="Export this as a report (HTML, Markdown, JSON, PDF)",
              icon=":material/download:")  # fmt: skip

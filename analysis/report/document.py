@@ -1,15 +1,19 @@
 """The report of one run as a JSON document: `report_json(facts)`.
 
 JSON layout: `run` (id, name, ranks, device_name), `metrics` (`overall` and `per_rank`, each
-with kernel_count, kernel_time_ms, step_time_ms, gpu_busy_pct, idle_pct, compute_pct,
-comm_pct, memcpy_pct, achieved_tflops, mfu_pct, hbm_bw_util_pct, plus the breakdown's other
-shares), `roofline` (one row per op class and precision: analysis.roofline.ROOFLINE_COLUMNS, i.e.
-name, flops, bytes, intensity, achieved_tflops, achieved_gbps, bound, pct_of_ceiling…),
-`breakdown` (per step windows in ms, the spread across ranks, the straggler, launch
-statistics), `recommendations` (ranked by saving: analysis.rules.recommend.Recommendation.
-as_json: id, title, est_saving_pct, est_saving_ms per step, confidence, evidence, fix, why,
-kernels, ops). Shares are exclusive shares of the step time (analysis.breakdown), so
-compute + comm + memcpy + memset + idle = 100; comm_pct is exposed communication.
+with kernel_count, kernel_time_ms, step_time_ms (on the trace's timeline), gpu_busy_pct,
+idle_pct, compute_pct, comm_pct, memcpy_pct, achieved_tflops, mfu_pct, hbm_bw_util_pct, plus
+the breakdown's other shares; overall also unprofiled_step_ms and profiler_share_pct),
+`step_model` (the step without the profiler and what bounds it: analysis.step_model, with
+its basis: hook, tag or model), `roofline` (one row per op class and precision:
+analysis.roofline.ROOFLINE_COLUMNS, i.e. name, flops, bytes, intensity, achieved_tflops,
+achieved_gbps, bound, pct_of_ceiling…), `breakdown` (per step windows in ms, the spread
+across ranks, the straggler, launch statistics, GPU idle by host region), `recommendations`
+(ranked by saving: analysis.rules.recommend.Recommendation.as_json: id, title, est_saving_pct
+and est_saving_ms per step of the unprofiled step, confidence, evidence, fix, why, kernels,
+ops, minor, alternative_of) and `minor_recommendations` (those under 0.5 % of the step, not
+ranked). Shares are exclusive shares of the step time (analysis.breakdown), so compute +
+comm + memcpy + memset + idle = 100; comm_pct is exposed communication.
 """
 
 from __future__ import annotations
@@ -63,7 +67,7 @@ def _metrics(
     compute: dict[str, float | None],
 ) -> dict[str, Any]:
     kernels = events[events["kind"] == "kernel"]
-    per_step = step_times(steps)
+    per_step = step_times(steps, events)
     out: dict[str, Any] = {
         "kernel_count": len(kernels),
         "kernel_time_ms": float(kernels["dur_ns"].sum()) / 1e6,
@@ -90,8 +94,29 @@ def report_json(facts: Facts) -> dict[str, Any]:
         )
     table = roofline.roofline_table(work, spec, facts.measured, by="op_class")
     doc = _document(facts, table=table, compute=compute)
-    doc["recommendations"] = [r.as_json() for r in recommend(facts)]
+    recs = recommend(facts)
+    doc["recommendations"] = [r.as_json() for r in recs if not r.minor]
+    doc["minor_recommendations"] = [r.as_json() for r in recs if r.minor]
     return doc
+
+
+def _step_model(facts: Facts) -> dict[str, Any]:
+    """The unprofiled step and what bounds it (analysis.step_model): null fields for a run
+    without ProfilerSteps."""
+    m = facts.step_model
+    if m is None:
+        keys = ("profiled_step_ms", "unprofiled_step_ms", "profiler_share_pct", "basis")
+        return {k: None for k in (*keys, "gpu_ms", "host_ms", "serial_ms", "headroom_ms")}
+    return {
+        "profiled_step_ms": m.profiled_ms,
+        "unprofiled_step_ms": m.unprofiled_ms,
+        "profiler_share_pct": m.profiler_share_pct,
+        "basis": m.source,
+        "gpu_ms": m.gpu_ms,
+        "host_ms": m.host_ms,
+        "serial_ms": m.serial_ms,
+        "headroom_ms": m.headroom_ms,
+    }
 
 
 def _document(
@@ -108,6 +133,7 @@ def _document(
     shares = facts.rank_shares
     spread, straggler = bd.rank_spread(shares, per_step)
     overall_share = shares[shares["rank"].isna()]
+    step_model = _step_model(facts)
     ranks = sorted({int(r) for r in events["rank"]} | {int(r) for r in steps["rank"]})
     per_rank = []
     for r in ranks:
@@ -136,14 +162,19 @@ def _document(
             "device_name": run.device_name,
         },
         "metrics": {
-            "overall": _metrics(
-                steps,
-                events,
-                overall_share.iloc[0] if len(overall_share) else None,
-                compute.get(None, {}),
-            ),
+            "overall": {
+                **_metrics(
+                    steps,
+                    events,
+                    overall_share.iloc[0] if len(overall_share) else None,
+                    compute.get(None, {}),
+                ),
+                "unprofiled_step_ms": step_model["unprofiled_step_ms"],
+                "profiler_share_pct": step_model["profiler_share_pct"],
+            },
             "per_rank": per_rank,
         },
+        "step_model": step_model,
         "roofline": records(table),
         "breakdown": {
             "definitions": "exclusive shares of each step window (analysis/breakdown.py)",
@@ -151,5 +182,6 @@ def _document(
             "spread": records(spread),
             "straggler_rank": straggler,
             "launch": records(launch),
+            "idle_by_host_region": records(facts.region_table),
         },
     }

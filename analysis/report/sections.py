@@ -13,7 +13,10 @@ from typing import Any, TypeAlias
 
 import plotly.graph_objects as go
 
+from analysis.host_regions import REGION_NOTE
 from analysis.metrics import METRICS, REPORT_METRICS
+from analysis.rules.recommend import MINOR_PCT
+from analysis.step_model import BASIS
 from analysis.text import clip, fmt, fmt_sig
 
 # (id, title) in report order; the ids are the HTML anchors.
@@ -73,7 +76,8 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
     ranks = f"{run['ranks']} rank" + ("s" if run["ranks"] != 1 else "")
     lines = [
         f"Run {run['name']} ({run['id']}) on {run['device_name'] or 'an unnamed device'}, {ranks}.",
-        f"Time per step {fmt(m['step_time_ms'])} ms; GPU busy {fmt(m['gpu_busy_pct'], 1)} % "
+        step_line(doc),
+        f"GPU busy {fmt(m['gpu_busy_pct'], 1)} % "
         f"(compute {fmt(m['compute_pct'], 1)} %, exposed comm {fmt(m['comm_pct'], 1)} %, "
         f"idle {fmt(m['idle_pct'], 1)} %); {fmt(m['kernel_count'])} kernels, "
         f"{fmt(m['kernel_time_ms'])} ms of kernel time.",
@@ -93,6 +97,19 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
     else:
         lines.append(NO_RECOMMENDATIONS)
     return lines
+
+
+def step_line(doc: dict[str, Any]) -> str:
+    """Both step times, the profiler's share and where the unprofiled one comes from."""
+    m, model = doc["metrics"]["overall"], doc.get("step_model") or {}
+    if model.get("unprofiled_step_ms") is None:
+        return f"Time per step {fmt(m['step_time_ms'])} ms on the trace's timeline."
+    return (
+        f"Time per step {fmt(model['unprofiled_step_ms'])} ms without the profiler "
+        f"({BASIS.get(model['basis'], model['basis'])}); {fmt(model['profiled_step_ms'])} ms "
+        f"profiled, of which the profiler added {fmt(model['profiler_share_pct'], 1)} %. "
+        "Savings are per step of the unprofiled step."
+    )
 
 
 def metrics_table(doc: dict[str, Any]) -> Table:
@@ -156,18 +173,48 @@ def breakdown_note(doc: dict[str, Any]) -> str:
     return text
 
 
+def region_rows(doc: dict[str, Any]) -> Table:
+    """GPU idle by host region: where the host was while the GPU waited, per step."""
+    return Table(
+        ["host region", "idle on the trace (ms)", "idle unprofiled (ms)", "share of idle %",
+         "claimed by"],
+        [
+            [str(r["label"]), fmt(r.get("idle_ms"), 3), fmt(r.get("unprofiled_ms"), 3),
+             fmt(r.get("share_pct"), 1), str(r.get("claimed_by") or "—")]
+            for r in doc["breakdown"].get("idle_by_host_region") or []
+        ],
+        title="GPU idle by host region, per step",
+    )  # fmt: skip
+
+
+def minor_rows(doc: dict[str, Any]) -> Table:
+    """The findings under MINOR_PCT of the step: listed, not ranked."""
+    return Table(
+        ["id", "title", "saving per step (ms)", "% of step"],
+        [
+            [str(r["id"]), str(r["title"]), fmt(r.get("est_saving_ms"), 4),
+             fmt(r.get("est_saving_pct"), 2)]
+            for r in doc.get("minor_recommendations") or []
+        ],
+        title=f"Minor findings (under {MINOR_PCT} % of the step, not ranked)",
+    )  # fmt: skip
+
+
 def recommendations(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """The ranked recommendations; none when the report has no such key."""
     return list(doc.get("recommendations") or [])
 
 
 def saving_text(rec: dict[str, Any]) -> str:
-    """'saves about 12.3 % of the step (4.56 ms per step) · high confidence'."""
-    return (
+    """'saves about 12.3 % of the step (4.56 ms per step) · high confidence', and the fix it
+    is an alternative to."""
+    text = (
         f"saves about {fmt(rec.get('est_saving_pct'), 1)} % of the step "
         f"({fmt(rec.get('est_saving_ms'))} ms per step) · "
         f"{rec.get('confidence') or '—'} confidence"
     )
+    alt = rec.get("alternative_of")
+    return text + (f" · an alternative to {alt} (the savings do not add up)" if alt else "")
 
 
 def targets_text(rec: dict[str, Any], name_chars: int | None = None) -> str:
@@ -203,10 +250,14 @@ def report_blocks(
     blocks["breakdown"].append(Note(breakdown_note(doc)))
     if doc["breakdown"]["per_step"]:
         blocks["breakdown"].append(breakdown_rows(doc))
+    if (regions := region_rows(doc)).rows:
+        blocks["breakdown"] += [regions, Note(REGION_NOTE)]
     recs = recommendations(doc)
     blocks["recommendations"] = (
         [Recommendation(n, r) for n, r in enumerate(recs, start=1)]
         if recs
         else [NO_RECOMMENDATIONS]
     )
+    if (minor := minor_rows(doc)).rows:
+        blocks["recommendations"].append(minor)
     return [(sid, title, blocks[sid]) for sid, title in SECTIONS]

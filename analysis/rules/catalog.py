@@ -4,6 +4,11 @@ the README's catalog table is generated from it (`python -m analysis.rules.catal
 
 Ids are stable slugs (ARCHITECTURE.md); new ones may be added, existing ones keep their meaning.
 A rule with `detects=""` is documented only: `needs` says what data it would take.
+
+Every saving is per step of the run without the profiler (analysis/step_model.py): a fix
+removes GPU time, host time or serialized waiting, and the saving is the step before less
+the step after, never below the GPU's or the host's own time. The `saving` texts say what
+each fix removes.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ class Entry:
     fix: str  # code a user can paste
     thresholds: Mapping[str, float] = field(default_factory=dict)
     needs: str = ""  # documented-only rules: the data detection would take
+    alternative_to: str = ""  # another id whose fix targets the same kernels (one or other)
 
 
 _RULES = (
@@ -45,6 +51,7 @@ _RULES = (
         "# or: torch.set_float32_matmul_precision('high')\n"
         "torch.backends.cudnn.allow_tf32 = True",
         {"min_simt_matrix_share_pct": 5.0},
+        alternative_to="mixed-precision",
     ),
     Entry(
         "fp8", "Run the large GEMMs in FP8 (Transformer Engine)", "Mixed precision",
@@ -70,6 +77,17 @@ _RULES = (
         {"min_misaligned_share_pct": 1.0, "default_penalty": 0.15, "align": 8, "seq_align": 64},
     ),
     Entry(
+        "channels-last", "Run the convolution net in channels_last", "Memory bandwidth",
+        "bf16/fp16 convolutions over NCHW tensors (the inputs' strides): cuDNN converts them "
+        "to NHWC and back on every call (nchwToNhwc/nhwcToNchw kernels), and batch norm, "
+        "pooling and the elementwise ops run their slower NCHW kernels",
+        "the layout-conversion kernels' time, plus the NCHW batch-norm kernels' time × (1 − "
+        "nhwc_norm_ratio), the channels_last kernels taking that fraction of it",
+        "model = model.to(memory_format=torch.channels_last)\n"
+        "x = x.to(memory_format=torch.channels_last)  # each batch, before the model",
+        {"min_share_pct": 1.0, "nhwc_norm_ratio": 0.44},
+    ),
+    Entry(
         "fused-attention", "Use fused attention (F.scaled_dot_product_attention)",
         "Memory bandwidth",
         "attention materialised in HBM: matmul/softmax/masking ops on [..., S, S] score tensors "
@@ -83,8 +101,10 @@ _RULES = (
     Entry(
         "kernel-fusion", "Fuse elementwise chains (torch.compile)", "Kernel fusion",
         "chains of memory-bound elementwise/normalisation kernels that run back to back on one "
-        "stream, each writing a tensor the next reads",
-        "per chain, every kernel after the longest one (a fused kernel reads and writes once)",
+        "stream, each writing a tensor the next reads (not Inductor's triton_* kernels: "
+        "torch.compile fused those already)",
+        "GPU time: per chain, every kernel after the longest one (a fused kernel reads and "
+        "writes once); host time: the launches it saves, at the run's host time per launch",
         "model = torch.compile(model)  # Inductor fuses pointwise and norm chains",
         {"min_share_pct": 3.0, "max_gap_us": 20.0, "min_chain": 3},
     ),
@@ -92,8 +112,9 @@ _RULES = (
         "fused-optimizer", "Use the fused (or foreach) optimizer", "Kernel fusion",
         "the optimizer step launches one kernel per parameter per operation "
         "(no multi_tensor_apply / fused Adam kernel)",
-        "optimizer GPU kernel time minus one fused pass (7 reads+writes of every fp32 "
-        "parameter state at the bandwidth ceiling), and the host launch time it stops costing",
+        "GPU time: the optimizer's kernel time minus one fused pass (7 reads+writes of every "
+        "fp32 parameter state at the bandwidth ceiling); host time: the GPU idle of the "
+        "optimizer region (analysis/host_regions.py) less a fused step's launches",
         "opt = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)  # or foreach=True",
         {"min_kernels_per_step": 200.0, "min_share_pct": 0.5},
     ),
@@ -101,8 +122,9 @@ _RULES = (
         "cuda-graphs", "Capture the step in a CUDA graph", "Kernel fusion",
         "launch-bound: many short kernels per step with the GPU idle between them, waiting for "
         "the host (host-wait gaps), and launches not already replayed from graphs",
-        "the host-wait gaps shorter than `max_gap_us` (launch overhead; longer gaps are host "
-        "work a graph replay keeps)",
+        "host time: the GPU idle of the forward and backward passes (launch overhead; the "
+        "optimizer, data loading, syncs and allocator calls are other rules' regions); without "
+        "ProfilerSteps, the host-wait gaps shorter than `max_gap_us`",
         "g = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n    out = model(static_in)\n"
         "# per step: static_in.copy_(x); g.replay()\n"
         "# or: model = torch.compile(model, mode='reduce-overhead')",
@@ -113,8 +135,10 @@ _RULES = (
     ),
     Entry(
         "gpu-starvation", "Feed the GPU: DataLoader workers and pinned memory", "Method",
-        "the GPU idles while the step's data loading (DataLoader __next__) runs on the host",
-        "data-loading time per step that the GPU spends idle",
+        "the GPU idles while the host prepares input: the step's data loading (DataLoader "
+        "__next__) or host code outside the model (before its first op, after its backward: "
+        "tokenising, augmenting, Python between steps)",
+        "host time: the GPU idle of the data-loading and host-code regions per step",
         "loader = DataLoader(ds, batch_size=bs, num_workers=8, pin_memory=True,\n"
         "                    persistent_workers=True, prefetch_factor=4)",
         {"min_share_pct": 5.0},
@@ -122,8 +146,9 @@ _RULES = (
     Entry(
         "host-sync", "Remove host synchronisations from the step", "Method",
         "cudaStreamSynchronize/cudaDeviceSynchronize inside steps (`.item()`, `.cpu()`, "
-        "printing a loss, blocking copies) after which the GPU waits for new launches",
-        "the GPU idle gap that follows each sync, per step",
+        "printing a loss, blocking copies): the host cannot run ahead of the GPU",
+        "serialization: the step's time beyond max(GPU, host), its share of the step's "
+        "waiting that the syncs account for",
         "# log without a sync every step:\n"
         "running = running + loss.detach()          # stays on the GPU\n"
         "if step % 100 == 0:\n    print(running.item() / 100); running.zero_()",
@@ -133,8 +158,9 @@ _RULES = (
         "pageable-memcpy", "Copy from pinned memory, non_blocking", "Method",
         "host-to-device or device-to-host copies from/to pageable memory (staged and "
         "synchronous for the host)",
-        "pageable copy time minus the same bytes at pinned-copy speed (measured on the run's "
-        "pinned copies of 1 MB or more, else `pinned_gb_per_s`)",
+        "GPU time: pageable copy time minus the same bytes at pinned-copy speed (measured on "
+        "the run's pinned copies of 1 MB or more, else `pinned_gb_per_s`); serialization: the "
+        "share of the step's waiting the blocking copies account for",
         "batch = batch.pin_memory().to('cuda', non_blocking=True)\n"
         "# or DataLoader(..., pin_memory=True)",
         {"min_copies_per_step": 1.0, "min_kb_per_copy": 16.0, "pinned_gb_per_s": 25.0},
@@ -146,8 +172,8 @@ _RULES = (
         "step (the host sets the pace), and whose allocator peak leaves room for a larger "
         "batch (profile_memory=True and deviceProperties needed)",
         "k = the memory headroom (usable memory / peak reserved), at most max_batch_factor; "
-        "per original batch the step becomes max((step − loading) / k + loading, GPU busy): "
-        "the host's per-step work stays, data loading and GPU work grow k×",
+        "per original batch the step becomes (max(GPU × k, host + loading × (k − 1)) + "
+        "waiting) / k: the host's per-step work stays, data loading and GPU work grow k×",
         "# per-GPU micro-batch k× larger; fewer accumulation steps keep the global batch:\n"
         "loader = DataLoader(ds, batch_size=k * micro_batch, ...)\n"
         "accum_steps = max(1, accum_steps // k)",
@@ -160,8 +186,8 @@ _RULES = (
         "(cudaFree/cudaMalloc or hipFree/hipMalloc calls: torch.cuda.empty_cache(), "
         "PYTORCH_NO_CUDA_MEMORY_CACHING, fragmentation) while its peak uses a small share of "
         "the device memory",
-        "GPU idle time during those allocator calls (cudaFree synchronises the device), "
-        "per step",
+        "serialization: the GPU idle time during those allocator calls (cudaFree "
+        "synchronises the device), at most the step's waiting",
         "# keep the cache: drop torch.cuda.empty_cache() from the loop, unset\n"
         "# PYTORCH_NO_CUDA_MEMORY_CACHING, and against fragmentation:\n"
         "os.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'expandable_segments:True'",
@@ -212,7 +238,7 @@ _RULES = (
         "NVML samples taken during the run (the run's host and busiest GPUs) report a power, "
         "thermal or hardware-slowdown clock reason with the SM clock below its maximum "
         "(gpu_inventory's max_sm_clock_mhz, else the highest clock sampled)",
-        "step time × GPU-busy share × the mean over the run's samples of (1 − SM clock / "
+        "GPU time: the step's GPU time × the mean over the run's samples of (1 − SM clock / "
         "maximum) on throttled samples: compute time stretches with the clock",
         "nvidia-smi -q -d PERFORMANCE,POWER,TEMPERATURE   # which limit, and by how much\n"
         "# check cooling and airflow; power limit: nvidia-smi -pl <watts> (admin);\n"
@@ -224,9 +250,9 @@ _RULES = (
         "inference whose weight GEMMs (mm/addmm/linear/matmul × a 2-D weight) carry at most "
         "max_tokens token rows and are memory-bound (intensity left of the ridge), and make "
         "up most of the weight-GEMM time (a decode loop, not a prefill)",
-        "batch r = target_batch / today's token rows: batched step = idle + decode GEMM × "
-        "(w + r·(1 − w)) + r × other kernel time (w = weight share of the GEMM bytes); "
-        "saving = step − batched step / r",
+        "batch r = target_batch / today's token rows: batched step = max(decode GEMM × "
+        "(w + r·(1 − w)) + r × other kernel time, host) + waiting (w = weight share of the "
+        "GEMM bytes; the host launches the same kernels); saving = step − batched step / r",
         "# serve with continuous batching, e.g. vLLM:\n"
         "from vllm import LLM\nllm = LLM(model=path, max_num_seqs=64)\n"
         "outs = llm.generate(prompts)  # many requests share every weight read",

@@ -116,7 +116,7 @@ def comm_overlap(facts: Facts) -> Finding | None:
     exposed_ms = facts.per_step_ms(float(x["exposed_ns"].sum()))
     multi = facts.ranks > 1
     return Finding(
-        saving_ms=saving,
+        gpu_ms=saving,
         confidence="medium" if multi else "low",
         evidence=(
             f"collectives exposed (no compute running) {exposed_pct:.0f} % of the GPU time "
@@ -255,7 +255,7 @@ def nccl_topology(facts: Facts) -> Finding | None:
     if 100 * saving / max(facts.step_ms, 1e-9) < th["min_share_pct"]:
         return None
     return Finding(
-        saving_ms=saving,
+        gpu_ms=saving,
         confidence="medium",
         evidence=(
             f"{len(s)} collectives of {float(s['msg_bytes'].median()) / 1e6:,.0f} MB (median) "

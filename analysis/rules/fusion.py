@@ -5,6 +5,7 @@ fused version would not run, with the fused kernel re-timed from the run's own r
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -14,7 +15,7 @@ from analysis.model.dtypes import BYTES_PER_ELEMENT
 from analysis.model.gemm import gemm_mnk
 from analysis.roofline import MATRIX_CLASSES
 from analysis.rules.catalog import CATALOG
-from analysis.rules.measures import top_names
+from analysis.rules.measures import names_matching, top_names
 from analysis.rules.registry import Finding, Rule, rule
 from analysis.text import ms
 from analysis.work.args import dims
@@ -22,6 +23,8 @@ from analysis.work.args import dims
 _MEMORY_CLASSES = ("elementwise", "norm", "reduction", "softmax", "copy")
 _PARAM_STATE_BYTES = 28  # AdamW, fp32: read param, grad, 2 moments; write param, 2 moments
 _FUSED_OPTIMIZER = r"multi_tensor_apply|fused_adam|FusedAdam|fused_sgd|_fused_"
+_INDUCTOR = re.compile(r"^triton_(poi|per|red|tem)_")
+_FUSED_LAUNCHES = 20.0  # launches of a fused or foreach optimizer step (a chunk per launch)
 
 
 def score_signatures(facts: Facts) -> tuple[set[int], set[int], int]:
@@ -31,22 +34,29 @@ def score_signatures(facts: Facts) -> tuple[set[int], set[int], int]:
 
 
 def _score_signatures(facts: Facts) -> tuple[set[int], set[int], int]:
+    # The softmaxes over [..., S, S] name the score tensors; an op touches the scores when
+    # one of its inputs has a score shape (also with the leading dimensions flattened, as
+    # matmul hands them to bmm), or when it is a GEMM whose output is one (QKᵀ). An
+    # activation [B, S, D] with D = S (BERT's 512 × 512) is no score: no softmax runs on it.
     min_seq = int(CATALOG["fused-attention"].thresholds["min_seq"])
+    sig = facts.ops.drop_duplicates("signature")
+    rows = list(zip(sig["signature"], sig["name"], map(dims, sig["input_dims"]), strict=True))
+    scores: set[tuple[int, ...]] = set()
+    for _, name, shapes in rows:
+        if "softmax" in str(name):
+            for s in shapes:
+                if len(s) >= 3 and s[-1] == s[-2] >= min_seq:
+                    scores |= {tuple(s), (math.prod(s[:-2]), s[-2], s[-1])}
     found: set[int] = set()
     soft: set[int] = set()
-    seq = 0
-    sig = facts.ops.drop_duplicates("signature")
-    for sg, name, text in zip(sig["signature"], sig["name"], sig["input_dims"], strict=True):
-        shapes = dims(text)
-        square = [s for s in shapes if len(s) >= 3 and s[-1] == s[-2] >= min_seq]
+    for sg, name, shapes in rows:
         mnk = gemm_mnk(str(name), shapes) if len(shapes) >= 2 and len(shapes[0]) >= 3 else None
-        makes = mnk is not None and mnk[0] == mnk[1] >= min_seq and mnk[2] < mnk[0]
-        if square or makes:
+        makes = mnk is not None and (math.prod(shapes[0][:-2]), mnk[0], mnk[1]) in scores
+        if makes or any(tuple(s) in scores for s in shapes):
             found.add(int(sg))
-            seq = max([seq, *(s[-1] for s in square), mnk[0] if makes and mnk else 0])
             if "softmax" in str(name):
                 soft.add(int(sg))
-    return found, soft, seq
+    return found, soft, max((s[-1] for s in scores), default=0)
 
 
 def _rows_of(facts: Facts, signatures: set[int]) -> pd.DataFrame:
@@ -82,8 +92,13 @@ def fused_attention(facts: Facts) -> Finding | None:
     elem = BYTES_PER_ELEMENT.get(dtype, 2)
     mb = math.prod(shape) * elem / 1e6 if shape else 0.0
     ops = top_names(rows, "op_name", 5)
+    # One fused kernel per softmax (forward, backward) replaces the S×S kernels' launches.
+    fused = int(rows["op_name"].astype(str).str.contains("softmax").sum())
+    launches = max(len(rows) - fused, 0) / (facts.windows * facts.ranks)
+    host_ms = launches * facts.host_ms_per_launch
     return Finding(
-        saving_ms=max(cur_ms - fused_ms, 0.0),
+        gpu_ms=max(cur_ms - fused_ms, 0.0),
+        host_ms=host_ms,
         confidence="medium",
         evidence=(
             f"attention scores materialised: softmax over {shape} ({dtype}, {mb:,.0f} MB per "
@@ -92,12 +107,16 @@ def fused_attention(facts: Facts) -> Finding | None:
             f"{ms(cur_ms)} per step, {100 * cur_ms / facts.step_ms:.0f} % of the step",
             f"a fused kernel doing the same matmul FLOPs at the run's other matmuls' rate "
             f"({rate / 1e3:.1f} TFLOP/s): {ms(fused_ms)} per step",
+            f"{launches:,.0f} fewer launches per step: {ms(host_ms)} of host time at the "
+            f"run's {ms(facts.host_ms_per_launch)} per launch (without the profiler)",
         ),
         why=(
             "Unfused attention writes the S×S score matrix to HBM and reads it back for the "
             "mask, the softmax, dropout and the second matmul (and again in backward). A fused "
             "kernel keeps the tiles on chip: its time is the attention FLOPs at the rate this "
-            "run's other matmuls reach; the saving is today's time minus that."
+            "run's other matmuls reach, and its one launch replaces the unfused kernels' "
+            "launches. The saving is the step without the profiler less the step with that "
+            "GPU and host time removed (never below the GPU's or the host's own time)."
         ),
         kernels=top_names(rows, "name", 5),
         ops=ops,
@@ -159,22 +178,27 @@ def fused_optimizer(facts: Facts) -> Finding | None:
     host = facts.ranges
     host = host[(host["kind"] == "cpu") & host["name"].str.startswith("Optimizer.step#")]
     host_ms = facts.per_step_ms(float(host["dur_ns"].sum()))
+    # The GPU waits while the host issues those launches; a fused step issues a few.
+    idle = facts.region_idle_ms("optimizer") * max(1.0 - _FUSED_LAUNCHES / per_step, 0.0)
     return Finding(
-        saving_ms=max(cur_ms - fused_ms, 0.0),
+        gpu_ms=max(cur_ms - fused_ms, 0.0),
+        host_ms=idle,
         confidence="high" if params else "medium",
         evidence=(
             f"optimizer step: {per_step:,.0f} kernels per step "
             f"({', '.join(top_names(rows, 'op_name', 4))}), {ms(cur_ms)} of GPU time",
             f"{params / 1e6:,.1f} M parameters: one fused pass moves "
             f"{params * _PARAM_STATE_BYTES / 1e9:.2f} GB, {ms(fused_ms)} at the bandwidth ceiling",
-            f"the host spends {ms(host_ms)} per step issuing them (exposed once the GPU work "
-            "gets faster)",
+            f"the host spends {ms(host_ms)} per step issuing them; the GPU idles "
+            f"{ms(idle)} of it (without the profiler)",
         ),
         why=(
             "An optimizer without foreach/fused runs several small kernels per parameter "
-            "tensor; a fused one reads and writes each state once in a few launches. Saving = "
-            "the optimizer's GPU kernel time minus one pass over the states at the measured "
-            "bandwidth ceiling (host launch time not counted)."
+            "tensor; a fused one reads and writes each state once in a few launches. The "
+            "saving removes the optimizer's GPU kernel time above one pass over the states at "
+            "the bandwidth ceiling, and the GPU idle while the host issues the launches "
+            "(the optimizer region's idle without the profiler, less a fused step's "
+            f"{_FUSED_LAUNCHES:g} launches)."
         ),
         kernels=top_names(rows, "name", 5),
         ops=top_names(rows, "op_name", 5),
@@ -189,10 +213,12 @@ def kernel_fusion(facts: Facts) -> Finding | None:
         return None
     attention, _, _ = score_signatures(facts)
     skip = set(_rows_of(facts, attention)["op_external_id"].dropna()) if attention else set()
+    # Inductor's kernels (torch.compile) are fused already: no chain advice on them.
     mem = (
         k["op_class"].isin(_MEMORY_CLASSES)
         & ~_in_ranges(facts, "Optimizer.step#")
         & ~k["op_external_id"].isin(skip)
+        & ~names_matching(k["name"], _INDUCTOR)
     ).to_numpy()
     order = np.lexsort((k["ts_ns"].to_numpy(), k["rank"].to_numpy()))
     ts = k["ts_ns"].to_numpy(np.int64)[order]
@@ -214,13 +240,16 @@ def kernel_fusion(facts: Facts) -> Finding | None:
     saving = facts.per_step_ms(float((g["total"] - g["longest"]).sum()))
     if 100 * saving / max(facts.step_ms, 1e-9) < th["min_share_pct"]:
         return None
+    # A fused chain is one launch: the others' host time goes too.
+    launches = float((g["n"] - 1).sum()) / (facts.windows * facts.ranks)
     chained = c[c["chain"].isin(g.index)]
     biggest = (g["total"] - g["longest"]).idxmax()
     ops = chained.loc[chained["chain"] == biggest, "op"].astype(str).tolist()
     example = " → ".join(ops[:6]) + (f" … ({len(ops)} kernels)" if len(ops) > 6 else "")
     steps = facts.windows * facts.ranks
     return Finding(
-        saving_ms=saving,
+        gpu_ms=saving,
+        host_ms=launches * facts.host_ms_per_launch,
         confidence="medium",
         evidence=(
             f"{len(g) / steps:,.0f} chains per step of ≥ {int(th['min_chain'])} memory-bound "

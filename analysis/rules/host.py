@@ -9,7 +9,7 @@ import numpy as np
 from analysis.facts import Facts
 from analysis.intervals import covered_before
 from analysis.rules.catalog import CATALOG
-from analysis.rules.measures import host_wait_gaps, idle_within, per_rank
+from analysis.rules.measures import host_wait_gaps, per_rank
 from analysis.rules.registry import Finding, Rule, rule
 from analysis.text import ms
 
@@ -41,8 +41,10 @@ def host_sync(facts: Facts) -> Finding | None:
         once = np.zeros(len(gap), dtype=bool)
         once[len(gap) - 1 - keep] = True
         bubble[idx] = np.where(once, gap, 0)
-    saving = facts.per_step_ms(float(bubble.sum()))
-    if 100 * saving / max(facts.step_ms, 1e-9) < th["min_share_pct"]:
+    bubble_ms = facts.per_step_ms(float(bubble.sum()))
+    model = facts.step_model
+    serial = model.serial_share("sync") if model is not None else bubble_ms
+    if 100 * serial / max(facts.step_ms, 1e-9) < th["min_share_pct"]:
         return None
     by_op = (
         syncs.assign(bubble_ns=bubble, op=syncs["op"].fillna("(no op)"))
@@ -55,14 +57,22 @@ def host_sync(facts: Facts) -> Finding | None:
         f"{name} in {op}: {n} calls, GPU idle {ms(facts.per_step_ms(float(b)))} per step after them"
         for op, name, n, b in by_op.head(4).itertuples(index=False)
     ]
+    if model is not None:
+        evidence.append(
+            f"without the profiler the step takes {ms(model.unprofiled_ms)}: "
+            f"{ms(model.serial_ms)} more than the GPU's {ms(model.gpu_ms)} and the host's "
+            f"{ms(model.host_ms)} of own work; the syncs account for {ms(serial)} of it"
+        )
     return Finding(
-        saving_ms=saving,
+        serial_ms=serial,
         confidence="medium",
         evidence=tuple(evidence),
         why=(
-            "After a synchronisation that waited for the GPU, the GPU queue is empty and the "
-            "GPU idles until the host launches the next kernel. The saving is the measured "
-            "idle gap from the end of each such sync to the next GPU activity."
+            "A synchronisation that waits for the GPU drains its queue: the host cannot run "
+            "ahead, so each step's launches and the GPU's work follow each other instead of "
+            "overlapping. The saving is the step's serialization without the profiler (the "
+            "step beyond its GPU and host time, analysis/step_model.py), the syncs' share of "
+            "the waiting."
         ),
         ops=tuple(str(o) for o in by_op["op"].head(4)),
     )
@@ -98,8 +108,10 @@ def pageable_memcpy(facts: Facts) -> Finding | None:
     ideal = p["bytes"].to_numpy(float) / bw * 1e9
     saving = facts.per_step_ms(float(np.maximum(dur - ideal, 0).sum()))
     rate = float(p["bytes"].sum()) / float(p["dur_ns"].sum()) if p["dur_ns"].sum() else 0.0
+    model = facts.step_model
     return Finding(
-        saving_ms=saving,
+        gpu_ms=saving,
+        serial_ms=model.serial_share("copy_wait") if model is not None else 0.0,
         confidence="high" if saving > 0.01 * facts.step_ms else "medium",
         evidence=(
             f"{per_step:.3g} copies per step from/to pageable host memory, "
@@ -109,8 +121,9 @@ def pageable_memcpy(facts: Facts) -> Finding | None:
             "until it is done (no overlap with compute)",
         ),
         why=(
-            "The saving counts only the copy time above pinned-memory speed; the host "
-            "synchronisation a blocking copy adds is counted by host-sync."
+            "A pinned, non_blocking copy runs at pinned-memory speed and lets the host go on "
+            "launching. The saving removes the copy time above pinned speed and the waiting "
+            "the blocking copies add to the step (their share of its serialization)."
         ),
         ops=("aten::copy_", "aten::to"),
     )
@@ -119,29 +132,43 @@ def pageable_memcpy(facts: Facts) -> Finding | None:
 @rule("gpu-starvation")
 def gpu_starvation(facts: Facts) -> Finding | None:
     th = CATALOG["gpu-starvation"].thresholds
+    if facts.events.empty or facts.steps.empty:
+        return None
+    loading = facts.region_idle_ms("data_loading")
+    code = facts.region_idle_ms("host_code")
+    idle = loading + code
+    if 100 * idle / max(facts.step_ms, 1e-9) < th["min_share_pct"]:
+        return None
     r = facts.ranges
     loads = r[(r["kind"] == "cpu") & r["name"].str.contains("DataLoader", regex=False)]
-    if loads.empty or facts.events.empty:
-        return None
-    idle = idle_within(facts, loads.reset_index(drop=True))
-    saving = facts.per_step_ms(float(idle.sum()))
-    if 100 * saving / max(facts.step_ms, 1e-9) < th["min_share_pct"]:
-        return None
-    per_load = float(loads["dur_ns"].mean()) / 1e6
+    evidence = [
+        f"the GPU idles {ms(idle)} per step while the host prepares input "
+        f"({100 * idle / facts.step_ms:.0f} % of the step without the profiler)"
+    ]
+    if loading > 0 and len(loads):
+        per_load = float(loads["dur_ns"].mean()) / 1e6
+        evidence.append(
+            f"{loads['name'].iloc[0]}: {len(loads)} calls, {ms(per_load)} each on average, "
+            f"{ms(loading)} of GPU idle per step"
+        )
+    if code > 0:
+        evidence.append(
+            f"host code outside the model (before its first op, after its backward): "
+            f"{ms(code)} of GPU idle per step: input preparation in the training loop "
+            "(tokenising, augmenting, Python between steps)"
+        )
     return Finding(
-        saving_ms=saving,
-        confidence="high",
-        evidence=(
-            f"{loads['name'].iloc[0]}: {len(loads)} calls, {ms(per_load)} each on average",
-            f"the GPU is idle for {ms(saving)} per step while the next batch is prepared "
-            f"({100 * saving / facts.step_ms:.0f} % of the step)",
-        ),
+        host_ms=idle,
+        confidence="high" if loading >= code else "medium",
+        evidence=tuple(evidence),
         why=(
-            "Data loading on the training process's own thread runs between steps; the GPU "
-            "has nothing queued meanwhile. Workers that prepare batches ahead of time hide it: "
-            "the saving is the GPU idle time measured inside the data-loading ranges."
+            "Data loading and input preparation on the training process's own thread run "
+            "between steps; the GPU has nothing queued meanwhile. Workers that prepare "
+            "batches ahead of time (a DataLoader with num_workers, or the preprocessing moved "
+            "into the dataset) take that host time off the step: the saving removes the GPU "
+            "idle measured in those host regions, without the profiler."
         ),
-        ops=(str(loads["name"].iloc[0]),),
+        ops=(str(loads["name"].iloc[0]),) if len(loads) else (),
     )
 
 
@@ -157,11 +184,20 @@ def cuda_graphs(facts: Facts) -> Finding | None:
     graphed, total = facts.graph_launched
     if median_us > th["max_median_kernel_us"] or graphed > th["max_graph_launch_share"] * total:
         return None
-    # Launch overhead leaves short gaps between kernels; long ones are host work (data
-    # loading, Python between iterations) that a graph replay does not remove.
-    gaps = host_wait_gaps(facts)
-    short = gaps[gaps["gap_ns"] <= th["max_gap_us"] * 1e3]
-    saving = facts.per_step_ms(float(short["gap_ns"].sum()))
+    # Gaps in the model's forward and backward passes are launch overhead; the host regions
+    # other rules claim (data loading, syncs, the optimizer, the allocator) stay theirs.
+    model = facts.step_model
+    if model is not None:
+        saving = facts.region_idle_ms("forward", "backward")
+        gap_text = f"GPU idle in the forward and backward passes: {ms(saving)} per step"
+    else:
+        gaps = host_wait_gaps(facts)
+        short = gaps[gaps["gap_ns"] <= th["max_gap_us"] * 1e3]
+        saving = facts.per_step_ms(float(short["gap_ns"].sum()))
+        gap_text = (
+            f"{len(short) / steps:,.0f} gaps per step shorter than {th['max_gap_us']:g} µs "
+            f"between kernels, {ms(saving)} per step"
+        )
     if 100 * saving / max(facts.step_ms, 1e-9) < th["min_share_pct"]:
         return None
     launches = facts.launches
@@ -169,21 +205,20 @@ def cuda_graphs(facts: Facts) -> Finding | None:
     cpu_us = float(launches["cpu_ns"].sum()) / max(float(launches["calls"].sum()), 1.0) / 1e3
     busy = facts.shares.get("gpu_busy_pct", 0.0)
     return Finding(
-        saving_ms=saving,
+        host_ms=saving,
         confidence="high" if host_wait >= 50 else "medium",
         evidence=(
             f"GPU busy {busy:.0f} % of the step; idle waiting for the host {host_wait:.0f} %",
-            f"{len(short) / steps:,.0f} gaps per step shorter than {th['max_gap_us']:g} µs "
-            f"between kernels, {ms(saving)} per step (median "
-            f"{float(short['gap_ns'].median()) / 1e3:.0f} µs)",
+            gap_text + (" (without the profiler)" if model is not None else ""),
             f"{calls:,.0f} launch calls per step, {cpu_us:.1f} µs of host time each; median "
             f"kernel {median_us:.1f} µs; {graphed:,} of {total:,} kernels from CUDA graphs",
         ),
         why=(
             "Kernels finish faster than the host can launch them, so the GPU waits between "
             "them with nothing queued. A CUDA graph replays the whole sequence with one "
-            f"launch; the saving is the measured host-wait gaps shorter than "
-            f"{th['max_gap_us']:g} µs (longer ones are host work a graph does not remove)."
+            "launch: the saving removes the GPU idle of the forward and backward passes "
+            "without the profiler (the optimizer, data loading and syncs are other rules'), "
+            "never below the GPU's own time."
         ),
     )
 

@@ -59,13 +59,21 @@ def decode_batching(facts: Facts) -> Finding | None:
         return None
     r = th["target_batch"] / batch
     step = facts.step_ms
-    idle = min(facts.per_step_ms(facts.total_ns("idle_ns")), step)
     gemm = facts.per_step_ms(float(g["dur_ns"].sum()))
     w = float((_weight_share(g) * g["dur_ns"]).sum()) / float(g["dur_ns"].sum())
-    rest = max(step - idle - gemm, 0.0)
-    # Batched step: the same launches (idle), the same weight reads plus r× the activation
-    # bytes, and r× every other kernel (attention over r caches, elementwise on r rows).
-    batched = idle + gemm * (w + r * (1 - w)) + r * rest
+    model = facts.step_model
+    if model is not None:
+        # GPU work at r× the batch: the same weight reads plus r× the activation bytes, and
+        # r× every other kernel (attention over r caches, elementwise on r rows); the host
+        # launches the same kernels, and the step's waiting stays.
+        rest = max(model.gpu_ms - gemm, 0.0)
+        gpu = gemm * (w + r * (1 - w)) + r * rest
+        batched = max(gpu, model.host_ms) + model.serial_ms
+        idle = model.headroom_ms
+    else:
+        idle = min(facts.per_step_ms(facts.total_ns("idle_ns")), step)
+        rest = max(step - idle - gemm, 0.0)
+        batched = idle + gemm * (w + r * (1 - w)) + r * rest
     saving = step - batched / r
     if 100 * saving / max(step, 1e-9) < th["min_share_pct"]:
         return None
@@ -115,7 +123,7 @@ def weight_quantization(facts: Facts) -> Finding | None:
         return None
     dtype = "bf16" if (g["weight_type"] == "c10::BFloat16").all() else "16-bit"
     return Finding(
-        saving_ms=saving,
+        gpu_ms=saving,
         confidence="low",
         evidence=(
             f"memory-bound {dtype} weight GEMMs ({_shape_text(g)}): {ms(read_ms)} per step "
@@ -186,7 +194,7 @@ def paged_kv_cache(facts: Facts) -> Finding | None:
     lo, hi = int(k["length"].min()), int(k["length"].max())
     example = app.sort_values("length").iloc[0]["shape"]
     return Finding(
-        saving_ms=saving,
+        gpu_ms=saving,
         confidence="medium",
         evidence=(
             f"{per_step:,.0f} torch.cat kernels per step append {int(k['added'].median())} "

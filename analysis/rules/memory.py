@@ -53,11 +53,17 @@ def small_batch(facts: Facts) -> Finding | None:
     peak, total, peak_pct = mem
     k = min(th["max_batch_factor"], th["usable_memory_pct"] / 100 * total / peak)
     step = facts.step_ms
-    busy = step * busy_pct / 100
+    model = facts.step_model
     loading = min(_loading_idle_ms(facts), step)
-    # The host's per-step work (launches, Python) stays; loading grows with the batch; the
-    # GPU's work grows k× (conservative for GEMMs this small, which gain efficiency).
-    batched = max((step - loading) / k + loading, busy)
+    if model is not None:
+        # Per original batch: the GPU's work and the data loading grow k×, the host's
+        # launches and Python do not (conservative for GEMMs this small, which gain
+        # efficiency), and the step's waiting stays.
+        busy = model.gpu_ms
+        batched = (max(busy * k, model.host_ms + loading * (k - 1)) + model.serial_ms) / k
+    else:
+        busy = step * busy_pct / 100
+        batched = max((step - loading) / k + loading, busy)
     saving = step - batched
     if 100 * saving / max(step, 1e-9) < th["min_share_pct"]:
         return None
@@ -104,12 +110,15 @@ def memory_headroom(facts: Facts) -> Finding | None:
         return None
     idle = idle_within(facts, calls.reset_index(drop=True))
     saving = facts.per_step_ms(float(idle.sum()))
+    model = facts.step_model
+    if model is not None:  # driver calls: the profiler does not stretch them
+        saving = min(saving, model.serial_ms)
     if 100 * saving / max(facts.step_ms, 1e-9) < th["min_share_pct"]:
         return None
     peak, total, peak_pct = mem
     names = calls["name"].value_counts()
     return Finding(
-        saving_ms=saving,
+        serial_ms=saving,
         confidence="medium",
         evidence=(
             f"{per_step:.3g} allocator calls reach the driver per step ("
@@ -123,7 +132,8 @@ def memory_headroom(facts: Facts) -> Finding | None:
             "PyTorch's caching allocator keeps freed blocks; calls to cudaFree/cudaMalloc in "
             "the steady state mean the cache is emptied (torch.cuda.empty_cache, "
             "PYTORCH_NO_CUDA_MEMORY_CACHING) or fragmented. cudaFree synchronises the device, "
-            "so the saving is the GPU idle time measured during those calls."
+            "so the saving is the GPU idle time measured during those calls (at most the "
+            "step's serialization without the profiler)."
         ),
     )
 

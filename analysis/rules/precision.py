@@ -60,7 +60,7 @@ def _precision_switch(
     modelled = rows["flops"].notna().mean() > 0.9
     rate = f", at {_tflops(rows):.1f} TFLOP/s" if modelled else ""
     return Finding(
-        saving_ms=cur_ms - new_ms,
+        gpu_ms=cur_ms - new_ms,
         confidence="high" if modelled else "medium",
         evidence=(
             f"{old} matrix kernels ({named}): {ms(cur_ms)} per "
@@ -121,7 +121,7 @@ def fp8(facts: Facts) -> Finding | None:
     ratio = np.array([(roofs.peak(p) or 0) for p in big["precision"]]) / (roofs.peak("fp8") or 1)
     saving = facts.per_step_ms(float((big["dur_ns"].to_numpy(float) * (1 - ratio)).sum()))
     return Finding(
-        saving_ms=saving,
+        gpu_ms=saving,
         confidence="low",
         evidence=(
             f"compute-bound bf16/fp16 GEMMs: {ms(cur_ms)} per step "
@@ -220,7 +220,7 @@ def tensor_core_alignment(facts: Facts) -> Finding | None:
         evidence.append("these GEMMs run on CUDA cores today: the penalty applies once they "
                         "move to tensor cores (mixed-precision/tf32)")  # fmt: skip
     return Finding(
-        saving_ms=cur_ms * penalty,
+        gpu_ms=cur_ms * penalty,
         confidence="medium" if "measured" in how else "low",
         evidence=tuple(evidence),
         why=(

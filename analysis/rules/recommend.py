@@ -8,20 +8,30 @@ overlap (fixing one changes the others' base), so they rank, they do not add.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
 
 from analysis.facts import Facts
-from analysis.rules import distributed, fusion, host, inference, memory, precision, telemetry
+from analysis.rules import (
+    distributed,
+    fusion,
+    host,
+    inference,
+    layout,
+    memory,
+    precision,
+    telemetry,
+)
 from analysis.rules.catalog import CATALOG
-from analysis.rules.registry import Rule
+from analysis.rules.registry import Finding, Rule
 
 CONFIDENCE = ("high", "medium", "low")
+MINOR_PCT = 0.5  # a finding that saves less than this share of the step is not ranked
 RULES: dict[str, Rule] = {
     r.id: r
-    for family in (distributed, precision, fusion, host, inference, memory, telemetry)
+    for family in (distributed, precision, layout, fusion, host, inference, memory, telemetry)
     for r in family.RULES
 }
 
@@ -38,6 +48,8 @@ class Recommendation:
     why: str
     kernels: tuple[str, ...]
     ops: tuple[str, ...]
+    minor: bool = False  # under MINOR_PCT of the step: listed apart, not ranked
+    alternative_of: str = ""  # a higher-ranked id whose fix targets the same kernels
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -51,33 +63,66 @@ class Recommendation:
             "why": self.why,
             "kernels": list(self.kernels),
             "ops": list(self.ops),
+            "minor": self.minor,
+            "alternative_of": self.alternative_of or None,
         }
 
 
+def saving_of(found: Finding, facts: Facts) -> float:
+    """A finding's saving per step, in ms of the step run without the profiler when the run
+    has ProfilerSteps (never more than the step), else on the trace's timeline."""
+    model = facts.step_model
+    if model is None:
+        total = found.gpu_ms + found.host_ms + found.serial_ms
+        return found.saving_ms if found.saving_ms is not None else total
+    if found.saving_ms is not None:
+        return min(max(found.saving_ms, 0.0), model.unprofiled_ms)
+    return model.saving(found.gpu_ms, found.host_ms, found.serial_ms)
+
+
 def recommend(facts: Facts) -> list[Recommendation]:
-    """Every rule that fires on the facts, largest saving first (ties: higher confidence)."""
+    """Every rule that fires on the facts, largest saving first (ties: higher confidence);
+    findings under MINOR_PCT of the step come last, marked minor."""
     out = []
+    step = facts.step_ms
     for rule_id, fn in RULES.items():
         found = fn(facts)
-        if found is None or found.saving_ms <= 0:  # a measured zero saving is no advice
+        if found is None:
+            continue
+        saving = saving_of(found, facts)
+        if saving <= 0:  # a measured zero saving is no advice
             continue
         entry = CATALOG[rule_id]
-        pct = 100.0 * found.saving_ms / facts.step_ms if facts.step_ms else 0.0
+        pct = 100.0 * saving / step if step else 0.0
         out.append(
             Recommendation(
                 id=rule_id,
                 title=entry.title,
-                est_saving_ms=max(found.saving_ms, 0.0),
-                est_saving_pct=max(pct, 0.0),
+                est_saving_ms=saving,
+                est_saving_pct=pct,
                 confidence=found.confidence,
                 evidence=found.evidence,
                 fix=entry.fix,
                 why=found.why,
                 kernels=found.kernels,
                 ops=found.ops,
+                minor=pct < MINOR_PCT,
             )
         )
-    return sorted(out, key=lambda r: (-r.est_saving_ms, CONFIDENCE.index(r.confidence), r.id))
+    ranked = sorted(
+        out, key=lambda r: (r.minor, -r.est_saving_ms, CONFIDENCE.index(r.confidence), r.id)
+    )
+    # Of two fixes for the same kernels (TF32 or bf16 for fp32 matmuls), the one ranked lower
+    # is the other's alternative: their savings do not add up.
+    kept: list[Recommendation] = []
+    for r in ranked:
+        first = next((x.id for x in kept if _alternatives(x.id, r.id)), "")
+        kept.append(replace(r, alternative_of=first) if first else r)
+    return kept
+
+
+def _alternatives(a: str, b: str) -> bool:
+    return CATALOG[a].alternative_to == b or CATALOG[b].alternative_to == a
 
 
 def kernels_behind(

@@ -13,15 +13,21 @@ from analysis.rules.catalog import CATALOG
 
 @dataclass(frozen=True)
 class Finding:
-    """What a rule saw: saving per step (ms), confidence, evidence lines, the measurement
-    behind the saving (`why`), and the kernels/ops it points at."""
+    """What a rule saw: confidence, evidence lines, the measurement behind the saving
+    (`why`), the kernels/ops it points at, and what its fix removes from a step run without
+    the profiler: GPU time, host time, serialized waiting (analysis.step_model; the saving
+    is the step before less the step after). `saving_ms` is a saving the rule derives
+    itself (per sequence, per sample, the straggler's lead), taken as it is."""
 
-    saving_ms: float
     confidence: str
     evidence: tuple[str, ...]
     why: str
     kernels: tuple[str, ...] = ()
     ops: tuple[str, ...] = ()
+    gpu_ms: float = 0.0
+    host_ms: float = 0.0
+    serial_ms: float = 0.0
+    saving_ms: float | None = None
 
 
 Detect = Callable[[Facts], "Finding | None"]

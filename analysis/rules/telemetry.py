@@ -52,14 +52,20 @@ def power_throttling(facts: Facts) -> Finding | None:
     if share < th["min_throttled_share"]:
         return None
     loss = ((1 - clock / top) * throttled).mean()
-    busy = facts.shares.get("gpu_busy_pct", 100.0) / 100.0
-    saving = facts.step_ms * busy * float(loss)
+    model = facts.step_model
+    busy_ms = (
+        model.gpu_ms
+        if model is not None
+        else facts.step_ms * facts.shares.get("gpu_busy_pct", 100.0) / 100.0
+    )
+    busy = busy_ms / max(facts.step_ms, 1e-9)
+    saving = busy_ms * float(loss)
     if 100 * saving / max(facts.step_ms, 1e-9) < th["min_share_pct"]:
         return None
     reasons = sorted({r for m in mask[throttled] for r in clock_reasons(int(m) & THROTTLE_BITS)})
     c = clock[throttled]
     return Finding(
-        saving_ms=saving,
+        gpu_ms=saving,
         confidence="medium",
         evidence=(
             f"{int(throttled.sum())} of {len(t)} NVML samples during the run report "

@@ -1,0 +1,216 @@
+"""How long a step takes without the profiler, and what bounds it: GPU time, host time, and
+the serialization between them.
+
+torch.profiler with record_shapes and profile_memory (the hook's defaults) slowed the host
+side of the validation set's steps by 1.2-2.1× (tests/data/validation_h200). A saving read
+off the profiled timeline counts that overhead as something to gain, so every saving is
+taken against the step the workload runs unprofiled:
+
+- **unprofiled step**: what the hook measured on the steps its schedule does not record
+  (the trace's `dashboardUnprofiledSteps`), else the run tag `unprofiled_step_ms`, else the
+  model below.
+- **G**, the GPU time of a step's own work (the union of what its ops launched); kernel
+  durations are not stretched by the profiler (precision-gpt2: 50.3 ms profiled, 50.2 ms
+  unprofiled for a GPU-bound step).
+- **H**, the host's own time per step: the ProfilerStep's CPU span less the time spent
+  waiting in synchronize calls and blocked launch/copy calls, less the profiler's cost per
+  recorded event (OVERHEAD_NS_PER_OP, more per op with `with_stack`).
+- **S**, serialization: what the unprofiled step has beyond max(G, H), host and GPU waiting
+  for each other (a sync per step, a blocking copy, an allocator that synchronizes).
+
+A fix changes one of them: kernel work G, host work H, or serialization S; the step after it
+is max(G', H') + S' (StepModel.after), never below the GPU's or the host's own time.
+
+The model's unprofiled step, for traces without a measurement: max(G, span − overhead) for a
+step without waiting host syncs, and G + (span − G) × H/H_profiled for one with them (the
+idle a sync exposes shrinks with the host time). Fitted on half of the validation pairs,
+its error on the other half is in BENCHMARKS.md (tools/fit_step_model.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+# The profiler's cost per recorded CPU op on the host, with record_shapes and profile_memory
+# (the hook's defaults), and the extra per op that with_stack adds: the median over the tune
+# half of tests/data/validation_h200's host-bound runs (tools/fit_step_model.py; per run
+# 2.5-6.4 µs, so a modelled host time is good to about ±30 %).
+OVERHEAD_NS_PER_OP = 3_900
+OVERHEAD_NS_PER_STACK_OP = 4_000
+HOOK_KEY = "dashboardUnprofiledSteps"
+TAG = "unprofiled_step_ms"
+# Where a run's unprofiled step comes from, as the pages and the report state it.
+BASIS = {
+    "hook": "measured by the profiler hook on steps it did not record",
+    "tag": f"given by the run's {TAG} tag",
+    "model": "estimated from the trace by the profiler-overhead model (about ±30 %)",
+}
+# Waiting that serializes host and GPU (data.reads_host.step_host): syncs, blocking copies,
+# allocator calls. A full launch queue (queue_ns) is the host ahead of the GPU, not waiting.
+WAIT_COLUMNS = ("sync_ns", "copy_wait_ns", "alloc_ns")
+_WAITING_NS = 1_000_000  # a step that spends this long waiting serializes host and GPU
+
+
+@dataclass(frozen=True, slots=True)
+class StepModel:
+    """One run's median step (slowest rank), in ms."""
+
+    profiled_ms: float  # on the trace's timeline: the span of the GPU work each step launched
+    unprofiled_ms: float  # the same workload without the profiler
+    source: str  # "hook" (measured beside the trace), "tag", "model"
+    gpu_ms: float  # G
+    host_ms: float  # H, without the profiler (estimated)
+    host_profiled_ms: float  # H as the trace shows it
+    overhead_ms: float  # the profiler's estimated cost per step on the host
+    waits_ms: dict[str, float]  # time the host waited per step: sync, copy_wait, alloc
+
+    def serial_share(self, wait: str) -> float:
+        """The part of S one kind of waiting (sync, copy_wait, alloc) accounts for: S in
+        proportion to the time the host spent in that wait."""
+        total = sum(self.waits_ms.values())
+        return self.serial_ms * self.waits_ms.get(wait, 0.0) / total if total > 0 else 0.0
+
+    @property
+    def serial_ms(self) -> float:
+        """S: the unprofiled step beyond max(G, H)."""
+        return max(self.unprofiled_ms - max(self.gpu_ms, self.host_ms), 0.0)
+
+    @property
+    def headroom_ms(self) -> float:
+        """What host-side fixes can gain at most: the unprofiled step less the GPU's time."""
+        return max(self.unprofiled_ms - self.gpu_ms, 0.0)
+
+    @property
+    def profiler_share_pct(self) -> float:
+        """How much of the profiled step the profiler added."""
+        if self.profiled_ms <= 0:
+            return 0.0
+        return max(100.0 * (1 - self.unprofiled_ms / self.profiled_ms), 0.0)
+
+    def after(self, gpu_ms: float = 0.0, host_ms: float = 0.0, serial_ms: float = 0.0) -> float:
+        """The unprofiled step once a fix removes that much GPU time, host time and
+        serialization per step."""
+        g = max(self.gpu_ms - gpu_ms, 0.0)
+        h = max(self.host_ms - host_ms, 0.0)
+        return max(g, h) + max(self.serial_ms - serial_ms, 0.0)
+
+    def saving(self, gpu_ms: float = 0.0, host_ms: float = 0.0, serial_ms: float = 0.0) -> float:
+        """The unprofiled step less `after` (never negative)."""
+        return max(self.unprofiled_ms - self.after(gpu_ms, host_ms, serial_ms), 0.0)
+
+
+def profiled_spans(steps: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+    """Per rank and step: span_ns, the step's time on the trace's timeline. A step ends when
+    both its CPU range and the GPU work it launched have ended (the later of the two: with
+    no sync in the loop the CPU runs ahead and the GPU end counts); step N runs from the end
+    of step N-1, the first step from its CPU start or, when the CPU ran ahead, from the end
+    of the GPU work launched before it. Columns: rank, step, span_ns."""
+    parts = []
+    for rank, s in steps.sort_values(["rank", "step"]).groupby("rank", sort=True):
+        cpu_end = (s["ts_ns"] + s["dur_ns"]).to_numpy(np.int64)
+        gpu_end = s["gpu_end_ns"].astype("Int64").fillna(0).to_numpy(np.int64)
+        ends_np = np.maximum.accumulate(np.maximum(cpu_end, gpu_end))
+        first = s.iloc[0]
+        start = int(first["ts_ns"])
+        if pd.notna(first["gpu_start_ns"]):
+            ev = events[(events["rank"] == rank) & events["step"].isna()]
+            before = ev[ev["ts_ns"] < int(first["gpu_start_ns"])]
+            if len(before):
+                start = max(start, int((before["ts_ns"] + before["dur_ns"]).max()))
+        span = np.diff(np.concatenate([[start], ends_np]))
+        parts.append(pd.DataFrame({"rank": rank, "step": s["step"].to_numpy(), "span_ns": span}))
+    if not parts:
+        return pd.DataFrame({"rank": [], "step": [], "span_ns": []})
+    return pd.concat(parts, ignore_index=True)
+
+
+def hook_ms(trace_metadata: pd.DataFrame) -> float | None:
+    """The hook's unprofiled median (slowest rank) from the ranks' trace metadata."""
+    found = []
+    for text in trace_metadata["trace_metadata"].dropna():
+        try:
+            value = json.loads(text).get(HOOK_KEY)
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(value, dict) and isinstance(value.get("median_ms"), int | float):
+            found.append(float(value["median_ms"]))
+    return max(found) if found else None
+
+
+def with_stack(trace_metadata: pd.DataFrame) -> bool:
+    """Whether the trace recorded call stacks (its with_stack flag)."""
+    for text in trace_metadata["trace_metadata"].dropna():
+        try:
+            if json.loads(text).get("with_stack"):
+                return True
+        except (ValueError, AttributeError):
+            continue
+    return False
+
+
+def step_model(
+    steps: pd.DataFrame,
+    events: pd.DataFrame,
+    step_host: pd.DataFrame,
+    trace_metadata: pd.DataFrame,
+    tags: dict[str, str],
+) -> StepModel | None:
+    """The step model of a run (None without ProfilerSteps). `steps`: data.reads.steps;
+    `events`: data.reads.gpu_events; `step_host`: data.reads_host.step_host; `trace_metadata`:
+    data.reads_host.trace_metadata; `tags`: the run's tags."""
+    if steps.empty:
+        return None
+    per = steps.merge(profiled_spans(steps, events), on=["rank", "step"]).merge(
+        step_host, on=["rank", "step"], how="left"
+    )
+    per = per.fillna({c: 0 for c in ("cpu_ops", "syncs", *WAIT_COLUMNS, "queue_ns")})
+    per_op = OVERHEAD_NS_PER_OP + (OVERHEAD_NS_PER_STACK_OP if with_stack(trace_metadata) else 0)
+    blocked = per[[*WAIT_COLUMNS, "queue_ns"]].sum(axis=1)
+    host = (per["dur_ns"] - blocked).clip(lower=0).astype(float)
+    overhead = per["cpu_ops"].astype(float) * per_op
+    host_unprof = (host - overhead).clip(lower=0)
+    gpu = per["gpu_busy_ns"].astype(float)
+    span = per["span_ns"].astype(float)
+    # A sync serializes whatever its wait under the profiler: the profiled host, slower,
+    # reaches it when the GPU is nearly done; without the profiler it waits longer.
+    waits = (per["syncs"] > 0) | (per[["copy_wait_ns", "alloc_ns"]].sum(axis=1) >= _WAITING_NS)
+    ratio = (host_unprof / host.where(host > 0)).fillna(1.0)
+    modelled = np.where(
+        waits, gpu + (span - gpu).clip(lower=0) * ratio, np.maximum(gpu, span - overhead)
+    )
+    per = per.assign(
+        host=host, host_unprof=host_unprof, overhead=overhead, modelled=modelled, gpu=gpu
+    )
+    # The slowest rank of each step, then the median step.
+    slowest = per.loc[per.groupby("step")["span_ns"].idxmax()]
+    med = slowest[
+        ["span_ns", "gpu", "host", "host_unprof", "overhead", "modelled", *WAIT_COLUMNS]
+    ].median()
+    unprofiled, source = hook_ms(trace_metadata), "hook"
+    if TAG in tags:
+        with contextlib.suppress(ValueError):
+            unprofiled, source = float(tags[TAG]), "tag"
+    if unprofiled is None or not 0 < unprofiled < math.inf:
+        unprofiled, source = float(med["modelled"]) / 1e6, "model"
+    gpu_ms = float(med["gpu"]) / 1e6
+    host_ms = min(float(med["host_unprof"]) / 1e6, unprofiled)
+    if not waits.loc[slowest.index].any() and host_ms >= gpu_ms:
+        # Host-bound with nothing making host and GPU wait for each other: the step is the
+        # host's own time (the model's host estimate is the noisier number).
+        host_ms = unprofiled
+    return StepModel(
+        profiled_ms=float(med["span_ns"]) / 1e6,
+        unprofiled_ms=unprofiled,
+        source=source,
+        gpu_ms=gpu_ms,
+        host_ms=host_ms,
+        host_profiled_ms=float(med["host"]) / 1e6,
+        overhead_ms=float(med["overhead"]) / 1e6,
+        waits_ms={c.removesuffix("_ns"): float(med[c]) / 1e6 for c in WAIT_COLUMNS},
+    )

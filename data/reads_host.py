@@ -1,0 +1,140 @@
+"""Reads of what the host did in each step: the profiler's event counts (its overhead grows
+with them), the time the host spent blocked waiting for the GPU, the spans of the forward
+and backward passes, and the intervals of the host regions that leave the GPU idle
+(analysis.host_regions, analysis.step_model).
+
+The main thread of a rank is the one that writes its ProfilerStep ranges (else the one with
+the most ops outside the autograd engine); backward ops run on the autograd engine's threads
+(`autograd::engine::evaluate_function: …`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from data.store import Store
+
+# A launch or copy call this long waited for something (a full launch queue, a blocking
+# copy): the host was not working meanwhile. A kernel launch takes 3-10 µs.
+BLOCKED_CALL_NS = 50_000
+_BACKWARD = "autograd::engine::evaluate_function:%"
+
+_MAIN_THREAD = f"""
+main AS (
+    SELECT rank, coalesce(
+        (SELECT arg_max(a.tid, a.dur_ns) FROM annotations a
+          WHERE a.run_id = $run AND a.rank = o.rank AND a.kind = 'cpu'
+            AND a.name LIKE 'ProfilerStep#%'),
+        arg_max(tid, n)) AS tid
+    FROM (SELECT rank, tid, count(*) AS n FROM cpu_ops
+          WHERE run_id = $run AND name NOT LIKE '{_BACKWARD}' GROUP BY rank, tid) o
+    GROUP BY rank
+)"""
+
+
+def step_host(store: Store, run_id: str) -> pd.DataFrame:
+    """Per rank and step: cpu_ops, runtime_calls, memory_events (the events the profiler
+    recorded in the step), syncs (…Synchronize calls) and the time the host spent waiting
+    in runtime calls: sync_ns (…Synchronize), copy_wait_ns (memcpy/memset calls of
+    BLOCKED_CALL_NS or more: pageable copies block the host), alloc_ns (cudaMalloc/cudaFree:
+    the caching allocator giving memory back; cudaFree synchronizes the device) and queue_ns
+    (launch calls of BLOCKED_CALL_NS or more: a full launch queue, the host running ahead)."""
+    return store.query(
+        f"""
+        WITH s AS (SELECT rank, step, ts_ns, ts_ns + dur_ns AS end_ns FROM steps
+                   WHERE run_id = $run),
+        ops AS (SELECT rank, step, count(*) AS cpu_ops FROM cpu_ops
+                WHERE run_id = $run AND step IS NOT NULL GROUP BY ALL),
+        calls AS (
+            SELECT rank, step, count(*) AS runtime_calls,
+                   count(*) FILTER (WHERE name LIKE '%Synchronize%') AS syncs,
+                   coalesce(sum(dur_ns) FILTER (WHERE name LIKE '%Synchronize%'), 0)
+                       AS sync_ns,
+                   coalesce(sum(dur_ns) FILTER (WHERE call_kind IN ('memcpy', 'memset')
+                                                 AND dur_ns >= {BLOCKED_CALL_NS}), 0)
+                       AS copy_wait_ns,
+                   coalesce(sum(dur_ns) FILTER (
+                       WHERE regexp_matches(name, '^(cuda|hip)(Malloc|Free)(Async)?$')), 0)
+                       AS alloc_ns,
+                   coalesce(sum(dur_ns) FILTER (WHERE call_kind IN ('launch', 'graph_launch')
+                                                 AND dur_ns >= {BLOCKED_CALL_NS}), 0)
+                       AS queue_ns
+            FROM runtime_calls WHERE run_id = $run AND step IS NOT NULL GROUP BY ALL),
+        mem AS (SELECT s.rank, s.step, count(*) AS memory_events FROM s
+                JOIN memory_events m ON m.run_id = $run AND m.rank = s.rank
+                 AND m.ts_ns >= s.ts_ns AND m.ts_ns < s.end_ns
+                GROUP BY ALL)
+        SELECT s.rank, s.step, coalesce(ops.cpu_ops, 0) AS cpu_ops,
+               coalesce(calls.runtime_calls, 0) AS runtime_calls,
+               coalesce(calls.syncs, 0) AS syncs,
+               coalesce(mem.memory_events, 0) AS memory_events,
+               coalesce(calls.sync_ns, 0) AS sync_ns,
+               coalesce(calls.copy_wait_ns, 0) AS copy_wait_ns,
+               coalesce(calls.alloc_ns, 0) AS alloc_ns,
+               coalesce(calls.queue_ns, 0) AS queue_ns
+        FROM s LEFT JOIN ops USING (rank, step) LEFT JOIN calls USING (rank, step)
+        LEFT JOIN mem USING (rank, step)
+        ORDER BY s.rank, s.step
+        """,
+        {"run": run_id},
+    )
+
+
+def pass_spans(store: Store, run_id: str) -> pd.DataFrame:
+    """Per rank and step: fwd_start_ns (the main thread's first op that is not a named
+    range), bwd_start_ns and bwd_end_ns (the autograd engine's first and last op; NULL
+    without a backward pass)."""
+    return store.query(
+        f"""
+        WITH {_MAIN_THREAD}
+        SELECT o.rank, o.step,
+               min(o.ts_ns) FILTER (WHERE o.tid = m.tid AND o.name NOT LIKE '%#%'
+                                    AND o.name NOT LIKE '{_BACKWARD}') AS fwd_start_ns,
+               min(o.ts_ns) FILTER (WHERE o.name LIKE '{_BACKWARD}') AS bwd_start_ns,
+               max(o.ts_ns + o.dur_ns) FILTER (WHERE o.name LIKE '{_BACKWARD}')
+                   AS bwd_end_ns
+        FROM cpu_ops o JOIN main m USING (rank)
+        WHERE o.run_id = $run AND o.step IS NOT NULL
+        GROUP BY o.rank, o.step ORDER BY o.rank, o.step
+        """,
+        {"run": run_id},
+    )
+
+
+def region_intervals(store: Store, run_id: str) -> pd.DataFrame:
+    """Host intervals that explain GPU idle time: rank, region (allocator, sync,
+    data_loading, optimizer), name, ts_ns, dur_ns. Allocator: cudaMalloc/cudaFree (hip…)
+    calls; sync: …Synchronize calls; data loading: DataLoader ranges; optimizer: the
+    Optimizer.step and zero_grad ranges."""
+    return store.query(
+        """
+        SELECT rank, 'allocator' AS region, name, ts_ns, dur_ns FROM runtime_calls
+        WHERE run_id = $run AND regexp_matches(name, '^(cuda|hip)(Malloc|Free)(Async)?$')
+        UNION ALL
+        SELECT rank, 'sync', name, ts_ns, dur_ns FROM runtime_calls
+        WHERE run_id = $run AND name LIKE '%Synchronize%'
+        UNION ALL
+        SELECT rank, CASE WHEN name LIKE '%DataLoader%' THEN 'data_loading'
+                          ELSE 'optimizer' END, name, ts_ns, dur_ns
+        FROM (SELECT rank, name, ts_ns, dur_ns FROM annotations
+              WHERE run_id = $run AND kind = 'cpu'
+              UNION ALL
+              SELECT rank, name, ts_ns, dur_ns FROM cpu_ops
+              WHERE run_id = $run AND name LIKE '%#%')
+        WHERE name LIKE '%DataLoader%' OR name LIKE 'Optimizer.step#%'
+           OR name LIKE 'Optimizer.zero_grad#%'
+        ORDER BY rank, ts_ns
+        """,
+        {"run": run_id},
+    )
+
+
+def trace_metadata(store: Store, run_id: str) -> pd.DataFrame:
+    """rank, trace_metadata (the trace's top-level keys, JSON text: profiler flags, and the
+    hook's dashboardUnprofiledSteps)."""
+    return store.query(
+        "SELECT rank, trace_metadata FROM ranks WHERE run_id = ? ORDER BY rank", [run_id]
+    )
