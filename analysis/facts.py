@@ -137,6 +137,19 @@ class Facts:
         rows = t[t["region"].isin(regions)]
         return float(rows["unprofiled_ms"].fillna(rows["idle_ms"]).sum())
 
+    def region_host_ms(self, region: str, name_prefix: str = "") -> float:
+        """Host time per step inside one region's intervals (optimizer, data_loading; those
+        whose name starts with `name_prefix`) without the profiler (its cost per recorded op
+        removed; on the trace's timeline without a step model)."""
+        r = self.host.regions
+        r = r[(r["region"] == region) & r["name"].str.startswith(name_prefix)]
+        if r.empty:
+            return 0.0
+        dur, ops = float(r["dur_ns"].sum()), float(r["cpu_ops"].sum())
+        model = self.step_model
+        total = model.host_ms_of(dur, ops) * 1e6 if model is not None else dur
+        return self.per_step_ms(total)
+
     @cached_property
     def region_table(self) -> pd.DataFrame:
         """analysis.host_regions.region_table of the run."""

@@ -83,6 +83,7 @@ class HostData:
     step_host: pd.DataFrame  # data.reads_host.step_host: event counts, blocked time per step
     pass_spans: pd.DataFrame  # data.reads_host.pass_spans: forward and backward per step
     regions: pd.DataFrame  # data.reads_host.region_intervals
+    recomputed: pd.DataFrame  # data.reads_host.recomputed_forward
     trace_metadata: pd.DataFrame  # data.reads_host.trace_metadata
 
 
@@ -157,6 +158,7 @@ def load_host(store: Store, run_id: str, shaped: tuple[str, ...] = ()) -> HostDa
         step_host=reads_host.step_host(store, run_id),
         pass_spans=reads_host.pass_spans(store, run_id),
         regions=reads_host.region_intervals(store, run_id),
+        recomputed=reads_host.recomputed_forward(store, run_id),
         trace_metadata=reads_host.trace_metadata(store, run_id),
     )
 

@@ -35,6 +35,7 @@ class DeviceSpec:
     sm_count: int | None
     source: str
     link: Link | None = None  # GPU-to-GPU link (NVLink on SXM parts, else PCIe)
+    host_link: Link = PCIE4_X16  # to the host (Hopper and Blackwell parts: Gen5)
     confidence: str = "high"  # high: vendor datasheet; low: third-party or derived
     notes: str = field(default="")
 
@@ -80,17 +81,19 @@ _H100 = "NVIDIA H100 datasheet https://www.nvidia.com/en-us/data-center/h100/ + 
 SPECS: tuple[DeviceSpec, ...] = (
     DeviceSpec(
         "H200 SXM 141GB", r"h200", *_tc(34, 67, 67, 494.7, 989.4, 1978.9, 1978.9),
-        link=NVLINK4, hbm_gb_per_s=4800, memory_gb=141, l2_mb=60, sm_count=132,
+        host_link=PCIE5_X16, link=NVLINK4, hbm_gb_per_s=4800, memory_gb=141, l2_mb=60, sm_count=132,
         source="https://www.nvidia.com/en-us/data-center/h200/ (compute as H100 SXM)",
         notes="L2 60 MiB as the runtime reports it (62,914,560 bytes)",
     ),
     DeviceSpec(
         "H100 PCIe 80GB", r"h100.*pcie", *_tc(26, 51, 51, 378, 756, 1513, 1513),
-        link=PCIE5_X16, hbm_gb_per_s=2000, memory_gb=80, l2_mb=50, sm_count=114, source=_H100,
+        host_link=PCIE5_X16, link=PCIE5_X16, hbm_gb_per_s=2000, memory_gb=80, l2_mb=50,
+        sm_count=114, source=_H100,
     ),
     DeviceSpec(
         "H100 SXM5 80GB", r"h100", *_tc(34, 67, 67, 494.7, 989.4, 1978.9, 1978.9),
-        link=NVLINK4, hbm_gb_per_s=3350, memory_gb=80, l2_mb=50, sm_count=132, source=_H100,
+        host_link=PCIE5_X16, link=NVLINK4, hbm_gb_per_s=3350, memory_gb=80, l2_mb=50,
+        sm_count=132, source=_H100,
     ),
     DeviceSpec(
         "A100 80GB PCIe", r"a100.*(80gb.*pcie|pcie.*80gb)",
@@ -111,7 +114,8 @@ SPECS: tuple[DeviceSpec, ...] = (
     ),
     DeviceSpec(
         "B200 (HGX, per GPU)", r"b200", *_tc(37, 37, 75, 1100, 2250, 4500, 4500),
-        link=NVLINK5, hbm_gb_per_s=7700, memory_gb=180, l2_mb=None, sm_count=148,
+        host_link=PCIE5_X16, link=NVLINK5, hbm_gb_per_s=7700, memory_gb=180, l2_mb=None,
+        sm_count=148,
         source="NVIDIA HGX page https://www.nvidia.com/en-us/data-center/hgx/ (later revision)",
         confidence="medium",
         notes="earlier revision: 40 TF FP64, 8 TB/s, 192 GB; SM count [3p]; L2 not published",

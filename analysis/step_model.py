@@ -14,7 +14,7 @@ taken against the step the workload runs unprofiled:
   unprofiled for a GPU-bound step).
 - **H**, the host's own time per step: the ProfilerStep's CPU span less the time spent
   waiting in synchronize calls and blocked launch/copy calls, less the profiler's cost per
-  recorded event (OVERHEAD_NS_PER_OP, more per op with `with_stack`).
+  recorded event (OVERHEAD_NS_PER_OP).
 - **S**, serialization: what the unprofiled step has beyond max(G, H), host and GPU waiting
   for each other (a sync per step, a blocking copy, an allocator that synchronizes).
 
@@ -37,12 +37,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-# The profiler's cost per recorded CPU op on the host, with record_shapes and profile_memory
-# (the hook's defaults), and the extra per op that with_stack adds: the median over the tune
-# half of tests/data/validation_h200's host-bound runs (tools/fit_step_model.py; per run
-# 2.5-6.4 µs, so a modelled host time is good to about ±30 %).
-OVERHEAD_NS_PER_OP = 3_900
-OVERHEAD_NS_PER_STACK_OP = 4_000
+# The profiler's cost per recorded CPU op on the host (record_shapes and profile_memory, the
+# hook's defaults): the median over the tune half's host-bound validation runs
+# (tools/fit_step_model.py: 14 runs, -4.3 to 11.1 µs each). with_stack's extra cost, and the flags'
+# separate costs, did not stand out of the run-to-run spread of those recordings.
+OVERHEAD_NS_PER_OP = 3_500
 HOOK_KEY = "dashboardUnprofiledSteps"
 TAG = "unprofiled_step_ms"
 # Where a run's unprofiled step comes from, as the pages and the report state it.
@@ -51,9 +50,10 @@ BASIS = {
     "tag": f"given by the run's {TAG} tag",
     "model": "estimated from the trace by the profiler-overhead model (about ±30 %)",
 }
-# Waiting that serializes host and GPU (data.reads_host.step_host): syncs, blocking copies,
-# allocator calls. A full launch queue (queue_ns) is the host ahead of the GPU, not waiting.
-WAIT_COLUMNS = ("sync_ns", "copy_wait_ns", "alloc_ns")
+# Waiting that serializes host and GPU (data.reads_host.step_host): syncs, values read back
+# (a blocking copy of a scalar), blocking copies, allocator calls. A full launch queue
+# (queue_ns) is the host ahead of the GPU, not waiting.
+WAIT_COLUMNS = ("sync_ns", "scalar_wait_ns", "copy_wait_ns", "alloc_ns")
 _WAITING_NS = 1_000_000  # a step that spends this long waiting serializes host and GPU
 
 
@@ -68,13 +68,21 @@ class StepModel:
     host_ms: float  # H, without the profiler (estimated)
     host_profiled_ms: float  # H as the trace shows it
     overhead_ms: float  # the profiler's estimated cost per step on the host
-    waits_ms: dict[str, float]  # time the host waited per step: sync, copy_wait, alloc
+    waits_ms: dict[str, float]  # host waiting per step: sync, scalar_wait, copy_wait, alloc
+    ns_per_op: float = OVERHEAD_NS_PER_OP  # the profiler's cost per recorded op on the host
+    cpu_ops: float = 0.0  # CPU ops the profiler recorded per step
 
-    def serial_share(self, wait: str) -> float:
-        """The part of S one kind of waiting (sync, copy_wait, alloc) accounts for: S in
-        proportion to the time the host spent in that wait."""
+    def host_ms_of(self, dur_ns: float, cpu_ops: float) -> float:
+        """Host time without the profiler of a part of the step that took `dur_ns` on the
+        trace with `cpu_ops` events recorded in it."""
+        return max(dur_ns - cpu_ops * self.ns_per_op, 0.0) / 1e6
+
+    def serial_share(self, *waits: str) -> float:
+        """The part of S some kinds of waiting (sync, scalar_wait, copy_wait, alloc) account
+        for: S in proportion to the time the host spent in them."""
         total = sum(self.waits_ms.values())
-        return self.serial_ms * self.waits_ms.get(wait, 0.0) / total if total > 0 else 0.0
+        part = sum(self.waits_ms.get(w, 0.0) for w in waits)
+        return self.serial_ms * part / total if total > 0 else 0.0
 
     @property
     def serial_ms(self) -> float:
@@ -95,7 +103,7 @@ class StepModel:
 
     def after(self, gpu_ms: float = 0.0, host_ms: float = 0.0, serial_ms: float = 0.0) -> float:
         """The unprofiled step once a fix removes that much GPU time, host time and
-        serialization per step."""
+        serialization per step (a negative amount is one the fix adds)."""
         g = max(self.gpu_ms - gpu_ms, 0.0)
         h = max(self.host_ms - host_ms, 0.0)
         return max(g, h) + max(self.serial_ms - serial_ms, 0.0)
@@ -143,17 +151,6 @@ def hook_ms(trace_metadata: pd.DataFrame) -> float | None:
     return max(found) if found else None
 
 
-def with_stack(trace_metadata: pd.DataFrame) -> bool:
-    """Whether the trace recorded call stacks (its with_stack flag)."""
-    for text in trace_metadata["trace_metadata"].dropna():
-        try:
-            if json.loads(text).get("with_stack"):
-                return True
-        except (ValueError, AttributeError):
-            continue
-    return False
-
-
 def step_model(
     steps: pd.DataFrame,
     events: pd.DataFrame,
@@ -170,7 +167,7 @@ def step_model(
         step_host, on=["rank", "step"], how="left"
     )
     per = per.fillna({c: 0 for c in ("cpu_ops", "syncs", *WAIT_COLUMNS, "queue_ns")})
-    per_op = OVERHEAD_NS_PER_OP + (OVERHEAD_NS_PER_STACK_OP if with_stack(trace_metadata) else 0)
+    per_op = float(OVERHEAD_NS_PER_OP)
     blocked = per[[*WAIT_COLUMNS, "queue_ns"]].sum(axis=1)
     host = (per["dur_ns"] - blocked).clip(lower=0).astype(float)
     overhead = per["cpu_ops"].astype(float) * per_op
@@ -179,7 +176,9 @@ def step_model(
     span = per["span_ns"].astype(float)
     # A sync serializes whatever its wait under the profiler: the profiled host, slower,
     # reaches it when the GPU is nearly done; without the profiler it waits longer.
-    waits = (per["syncs"] > 0) | (per[["copy_wait_ns", "alloc_ns"]].sum(axis=1) >= _WAITING_NS)
+    waits = (per["syncs"] > 0) | (
+        per[["scalar_wait_ns", "copy_wait_ns", "alloc_ns"]].sum(axis=1) >= _WAITING_NS
+    )
     ratio = (host_unprof / host.where(host > 0)).fillna(1.0)
     modelled = np.where(
         waits, gpu + (span - gpu).clip(lower=0) * ratio, np.maximum(gpu, span - overhead)
@@ -213,4 +212,6 @@ def step_model(
         host_profiled_ms=float(med["host"]) / 1e6,
         overhead_ms=float(med["overhead"]) / 1e6,
         waits_ms={c.removesuffix("_ns"): float(med[c]) / 1e6 for c in WAIT_COLUMNS},
+        ns_per_op=per_op,
+        cpu_ops=float(slowest["cpu_ops"].median()),
     )

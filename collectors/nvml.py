@@ -45,6 +45,8 @@ log = logging.getLogger("collectors.nvml")
 
 MIN_INTERVAL_S = 0.1  # GPM compares two snapshots and needs ~100 ms between them
 FLUSH_EVERY_NS = 1_000_000_000
+# The last stretch before a tick is polled, not slept: 5 % of a core at the 0.1 s interval.
+WAKE_SPIN_S = 0.005
 MERGE_FANIN = 60  # 60 one-second segments -> one minute segment -> 60 of those -> one hour
 DEFAULT_DATA_DIR = Path("data/local")  # data.store's default, without importing duckdb
 
@@ -155,7 +157,18 @@ class NvmlSampler:
             due = t0 + k * self.interval_s
             if due >= end:
                 break
-            self._stop.wait(due - now)
+            self._wait_until(due)
+
+    def _wait_until(self, due: float) -> None:
+        """Sleep until WAKE_SPIN_S before the tick, then poll the clock: the reads that follow
+        a VM's wake-up from a full sleep cost up to 4 ms on the H200 (p99 of 80 ticks), after
+        a 5 ms poll 0.64 ms (tools/nvml_tick_wake.py, docs/decisions.md D21). Replays sleep."""
+        spin = WAKE_SPIN_S if self._source is not None and self._source.kind == "nvml" else 0.0
+        left = due - time.monotonic()
+        if left > spin and self._stop.wait(left - spin):
+            return
+        while time.monotonic() < due and not self._stop.is_set():
+            pass
 
     def drain(self) -> None:
         """Write every remaining replayed row now (recorded times: no pacing)."""

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 # A launch or copy call this long waited for something (a full launch queue, a blocking
 # copy): the host was not working meanwhile. A kernel launch takes 3-10 µs.
 BLOCKED_CALL_NS = 50_000
+# A blocking copy this small is a value read back (`.item()`, `.cpu()` of a scalar): a sync.
+SCALAR_COPY_BYTES = 16_384
 _BACKWARD = "autograd::engine::evaluate_function:%"
 
 _MAIN_THREAD = f"""
@@ -39,30 +41,39 @@ def step_host(store: Store, run_id: str) -> pd.DataFrame:
     """Per rank and step: cpu_ops, runtime_calls, memory_events (the events the profiler
     recorded in the step), syncs (…Synchronize calls) and the time the host spent waiting
     in runtime calls: sync_ns (…Synchronize), copy_wait_ns (memcpy/memset calls of
-    BLOCKED_CALL_NS or more: pageable copies block the host), alloc_ns (cudaMalloc/cudaFree:
-    the caching allocator giving memory back; cudaFree synchronizes the device) and queue_ns
-    (launch calls of BLOCKED_CALL_NS or more: a full launch queue, the host running ahead)."""
+    BLOCKED_CALL_NS or more: pageable copies block the host), scalar_wait_ns (such copies
+    of under SCALAR_COPY_BYTES: a value read back, waiting for the GPU), alloc_ns
+    (cudaMalloc/cudaFree: the caching allocator giving memory back; cudaFree synchronizes
+    the device) and queue_ns (launch calls of BLOCKED_CALL_NS or more: a full launch queue,
+    the host running ahead)."""
     return store.query(
         f"""
         WITH s AS (SELECT rank, step, ts_ns, ts_ns + dur_ns AS end_ns FROM steps
                    WHERE run_id = $run),
         ops AS (SELECT rank, step, count(*) AS cpu_ops FROM cpu_ops
                 WHERE run_id = $run AND step IS NOT NULL GROUP BY ALL),
+        copied AS (SELECT rank, correlation, bytes FROM gpu_events
+                   WHERE run_id = $run AND kind = 'memcpy'),
         calls AS (
-            SELECT rank, step, count(*) AS runtime_calls,
+            SELECT c.rank, c.step, count(*) AS runtime_calls,
                    count(*) FILTER (WHERE name LIKE '%Synchronize%') AS syncs,
                    coalesce(sum(dur_ns) FILTER (WHERE name LIKE '%Synchronize%'), 0)
                        AS sync_ns,
-                   coalesce(sum(dur_ns) FILTER (WHERE call_kind IN ('memcpy', 'memset')
-                                                 AND dur_ns >= {BLOCKED_CALL_NS}), 0)
+                   coalesce(sum(dur_ns) FILTER (
+                       WHERE call_kind IN ('memcpy', 'memset') AND dur_ns >= {BLOCKED_CALL_NS}
+                         AND coalesce(k.bytes, {SCALAR_COPY_BYTES}) >= {SCALAR_COPY_BYTES}), 0)
                        AS copy_wait_ns,
+                   coalesce(sum(dur_ns) FILTER (
+                       WHERE call_kind = 'memcpy' AND dur_ns >= {BLOCKED_CALL_NS}
+                         AND k.bytes < {SCALAR_COPY_BYTES}), 0) AS scalar_wait_ns,
                    coalesce(sum(dur_ns) FILTER (
                        WHERE regexp_matches(name, '^(cuda|hip)(Malloc|Free)(Async)?$')), 0)
                        AS alloc_ns,
                    coalesce(sum(dur_ns) FILTER (WHERE call_kind IN ('launch', 'graph_launch')
                                                  AND dur_ns >= {BLOCKED_CALL_NS}), 0)
                        AS queue_ns
-            FROM runtime_calls WHERE run_id = $run AND step IS NOT NULL GROUP BY ALL),
+            FROM runtime_calls c LEFT JOIN copied k USING (rank, correlation)
+            WHERE c.run_id = $run AND c.step IS NOT NULL GROUP BY ALL),
         mem AS (SELECT s.rank, s.step, count(*) AS memory_events FROM s
                 JOIN memory_events m ON m.run_id = $run AND m.rank = s.rank
                  AND m.ts_ns >= s.ts_ns AND m.ts_ns < s.end_ns
@@ -73,6 +84,7 @@ def step_host(store: Store, run_id: str) -> pd.DataFrame:
                coalesce(mem.memory_events, 0) AS memory_events,
                coalesce(calls.sync_ns, 0) AS sync_ns,
                coalesce(calls.copy_wait_ns, 0) AS copy_wait_ns,
+               coalesce(calls.scalar_wait_ns, 0) AS scalar_wait_ns,
                coalesce(calls.alloc_ns, 0) AS alloc_ns,
                coalesce(calls.queue_ns, 0) AS queue_ns
         FROM s LEFT JOIN ops USING (rank, step) LEFT JOIN calls USING (rank, step)
@@ -106,29 +118,100 @@ def pass_spans(store: Store, run_id: str) -> pd.DataFrame:
 
 def region_intervals(store: Store, run_id: str) -> pd.DataFrame:
     """Host intervals that explain GPU idle time: rank, region (allocator, sync,
-    data_loading, optimizer), name, ts_ns, dur_ns. Allocator: cudaMalloc/cudaFree (hip…)
-    calls; sync: …Synchronize calls; data loading: DataLoader ranges; optimizer: the
-    Optimizer.step and zero_grad ranges."""
+    data_loading, optimizer), name, ts_ns, dur_ns, cpu_ops (the ops the profiler recorded
+    inside it: its overhead there). Allocator: cudaMalloc/cudaFree (hip…) calls; sync:
+    …Synchronize calls; data loading: DataLoader ranges; optimizer: the Optimizer.step and
+    zero_grad ranges."""
     return store.query(
         """
-        SELECT rank, 'allocator' AS region, name, ts_ns, dur_ns FROM runtime_calls
-        WHERE run_id = $run AND regexp_matches(name, '^(cuda|hip)(Malloc|Free)(Async)?$')
-        UNION ALL
-        SELECT rank, 'sync', name, ts_ns, dur_ns FROM runtime_calls
-        WHERE run_id = $run AND name LIKE '%Synchronize%'
-        UNION ALL
-        SELECT rank, CASE WHEN name LIKE '%DataLoader%' THEN 'data_loading'
-                          ELSE 'optimizer' END, name, ts_ns, dur_ns
-        FROM (SELECT rank, name, ts_ns, dur_ns FROM annotations
-              WHERE run_id = $run AND kind = 'cpu'
-              UNION ALL
-              SELECT rank, name, ts_ns, dur_ns FROM cpu_ops
-              WHERE run_id = $run AND name LIKE '%#%')
-        WHERE name LIKE '%DataLoader%' OR name LIKE 'Optimizer.step#%'
-           OR name LIKE 'Optimizer.zero_grad#%'
-        ORDER BY rank, ts_ns
+        WITH r AS (
+            SELECT rank, 'allocator' AS region, name, ts_ns, dur_ns FROM runtime_calls
+            WHERE run_id = $run AND regexp_matches(name, '^(cuda|hip)(Malloc|Free)(Async)?$')
+            UNION ALL
+            SELECT rank, 'sync', name, ts_ns, dur_ns FROM runtime_calls
+            WHERE run_id = $run AND name LIKE '%Synchronize%'
+            UNION ALL
+            SELECT rank, CASE WHEN name LIKE '%DataLoader%' THEN 'data_loading'
+                              ELSE 'optimizer' END, name, ts_ns, dur_ns
+            FROM (SELECT rank, name, ts_ns, dur_ns FROM annotations
+                  WHERE run_id = $run AND kind = 'cpu'
+                  UNION ALL
+                  SELECT rank, name, ts_ns, dur_ns FROM cpu_ops
+                  WHERE run_id = $run AND name LIKE '%#%')
+            WHERE name LIKE '%DataLoader%' OR name LIKE 'Optimizer.step#%'
+               OR name LIKE 'Optimizer.zero_grad#%'
+        ),
+        counted AS (
+            SELECT r.rank, r.ts_ns, r.dur_ns, count(o.ts_ns) AS cpu_ops
+            FROM r LEFT JOIN cpu_ops o ON o.run_id = $run AND o.rank = r.rank
+             AND o.ts_ns >= r.ts_ns AND o.ts_ns < r.ts_ns + r.dur_ns
+             AND r.region IN ('data_loading', 'optimizer')
+            GROUP BY r.rank, r.ts_ns, r.dur_ns
+        )
+        SELECT r.rank, r.region, r.name, r.ts_ns, r.dur_ns, c.cpu_ops
+        FROM r JOIN counted c USING (rank, ts_ns, dur_ns)
+        ORDER BY r.rank, r.ts_ns
         """,
         {"run": run_id},
+    )
+
+
+def recomputed_forward(store: Store, run_id: str) -> pd.DataFrame:
+    """Per rank and step with recomputation: ops (the outermost forward ops run inside the
+    backward pass), host_ns (their host time), cpu_ops (the events recorded inside them),
+    gpu_ns (the GPU time of the kernels they launched).
+
+    A forward op records the autograd node it creates (its sequence number); the ops that
+    compute gradients run with autograd off, so inside the backward pass only a recomputed
+    forward (activation checkpointing) has numbered ops besides the engine's own
+    (`evaluate_function: …` and `…Backward…` ops). Of the 61 validation runs, only the two
+    with checkpointing have any."""
+    forward = store.query(
+        f"""
+        WITH b AS (
+            SELECT rank, step, min(ts_ns) AS t0, max(ts_ns + dur_ns) AS t1 FROM cpu_ops
+            WHERE run_id = $run AND step IS NOT NULL AND name LIKE '{_BACKWARD}'
+            GROUP BY ALL)
+        SELECT o.rank, o.step, o.tid, o.ts_ns, o.ts_ns + o.dur_ns AS end_ns
+        FROM cpu_ops o JOIN b ON o.rank = b.rank AND o.step = b.step
+         AND o.ts_ns >= b.t0 AND o.ts_ns < b.t1
+        WHERE o.run_id = $run AND o.sequence_number IS NOT NULL
+          AND o.name NOT LIKE '{_BACKWARD}' AND o.name NOT ILIKE '%backward%'
+        ORDER BY o.rank, o.tid, o.ts_ns, end_ns DESC
+        """,
+        {"run": run_id},
+    )
+    cols = ["rank", "step", "ops", "host_ns", "cpu_ops", "gpu_ns"]
+    if forward.empty:
+        return forward.reindex(columns=cols)
+    # The outermost ones: not inside an earlier op of the same thread (sorted by start).
+    reach = forward.groupby(["rank", "tid"])["end_ns"].transform(
+        lambda e: e.cummax().shift(fill_value=-1)
+    )
+    top = forward[forward["ts_ns"] >= reach]
+    return store.query(
+        """
+        WITH top AS (
+            SELECT unnest($rank) AS rank, unnest($step) AS step, unnest($tid) AS tid,
+                   unnest($ts) AS ts_ns, unnest($end) AS end_ns),
+        inner_ops AS (
+            SELECT t.rank, t.step, o.external_id FROM top t JOIN cpu_ops o
+              ON o.run_id = $run AND o.rank = t.rank AND o.tid = t.tid
+             AND o.ts_ns >= t.ts_ns AND o.ts_ns < t.end_ns),
+        counted AS (SELECT rank, step, count(*) AS cpu_ops FROM inner_ops GROUP BY ALL),
+        gpu AS (
+            SELECT i.rank, i.step, sum(e.dur_ns) AS gpu_ns FROM inner_ops i
+            JOIN gpu_events e ON e.run_id = $run AND e.rank = i.rank
+             AND e.op_external_id = i.external_id
+            GROUP BY ALL),
+        host AS (SELECT rank, step, count(*) AS ops, sum(end_ns - ts_ns) AS host_ns
+                 FROM top GROUP BY ALL)
+        SELECT h.rank, h.step, h.ops, h.host_ns, c.cpu_ops, coalesce(g.gpu_ns, 0) AS gpu_ns
+        FROM host h JOIN counted c USING (rank, step) LEFT JOIN gpu g USING (rank, step)
+        ORDER BY h.rank, h.step
+        """,
+        {"run": run_id, **{k.removesuffix("_ns"): top[k].astype("int64").tolist()
+                           for k in ("rank", "step", "tid", "ts_ns", "end_ns")}},
     )
 
 

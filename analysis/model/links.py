@@ -1,4 +1,4 @@
-"""GPU-to-GPU links and their bandwidth per direction, for the device specs.
+"""GPU-to-GPU and host links and their bandwidth per direction, for the device specs.
 
 NVLink on SXM parts (NVIDIA datasheets, both directions: A100 600, H100/H200 900, B200
 1800 GB/s), the PCIe x16 link elsewhere (Gen4 32 GB/s, Gen5 64 GB/s per direction).

@@ -113,8 +113,8 @@ _RULES = (
         "the optimizer step launches one kernel per parameter per operation "
         "(no multi_tensor_apply / fused Adam kernel)",
         "GPU time: the optimizer's kernel time minus one fused pass (7 reads+writes of every "
-        "fp32 parameter state at the bandwidth ceiling); host time: the GPU idle of the "
-        "optimizer region (analysis/host_regions.py) less a fused step's launches",
+        "fp32 parameter state at the bandwidth ceiling); host time: Optimizer.step's host "
+        "time without the profiler less a fused step's loop over the tensors",
         "opt = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)  # or foreach=True",
         {"min_kernels_per_step": 200.0, "min_share_pct": 0.5},
     ),
@@ -122,9 +122,10 @@ _RULES = (
         "cuda-graphs", "Capture the step in a CUDA graph", "Kernel fusion",
         "launch-bound: many short kernels per step with the GPU idle between them, waiting for "
         "the host (host-wait gaps), and launches not already replayed from graphs",
-        "host time: the GPU idle of the forward and backward passes (launch overhead; the "
-        "optimizer, data loading, syncs and allocator calls are other rules' regions); without "
-        "ProfilerSteps, the host-wait gaps shorter than `max_gap_us`",
+        "host time: the GPU idle of the forward and backward passes (the optimizer, data "
+        "loading, syncs and allocator calls are other rules' regions) in the share of host-wait "
+        "gaps shorter than `max_gap_us` (launch overhead; longer gaps are host work a graph "
+        "replay keeps); without ProfilerSteps, those short gaps",
         "g = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n    out = model(static_in)\n"
         "# per step: static_in.copy_(x); g.replay()\n"
         "# or: model = torch.compile(model, mode='reduce-overhead')",
@@ -167,31 +168,36 @@ _RULES = (
     ),
     Entry(
         "small-batch", "Raise the batch (gradient accumulation keeps the math)", "Batch size",
-        "training whose weight GEMMs carry few token rows (time-weighted median M of "
-        "mm/addmm/linear ≤ max_tokens), whose GPU is busy at most max_gpu_busy_pct of the "
-        "step (the host sets the pace), and whose allocator peak leaves room for a larger "
-        "batch (profile_memory=True and deviceProperties needed)",
+        "training whose host sets the pace (the step model's host time above the GPU's; "
+        "without ProfilerSteps, a GPU busy at most max_gpu_busy_pct of the step) and whose "
+        "allocator peak leaves room for a larger batch (profile_memory=True and "
+        "deviceProperties needed)",
         "k = the memory headroom (usable memory / peak reserved), at most max_batch_factor; "
         "per original batch the step becomes (max(GPU × k, host + loading × (k − 1)) + "
         "waiting) / k: the host's per-step work stays, data loading and GPU work grow k×",
         "# per-GPU micro-batch k× larger; fewer accumulation steps keep the global batch:\n"
         "loader = DataLoader(ds, batch_size=k * micro_batch, ...)\n"
         "accum_steps = max(1, accum_steps // k)",
-        {"max_tokens": 4096.0, "max_gpu_busy_pct": 40.0, "max_peak_memory_pct": 50.0,
+        {"max_gpu_busy_pct": 40.0, "max_peak_memory_pct": 50.0,
          "usable_memory_pct": 80.0, "max_batch_factor": 4.0, "min_share_pct": 5.0},
     ),
     Entry(
         "memory-headroom", "Use the free device memory", "Batch size",
         "the caching allocator gives memory back and takes it again inside steps "
         "(cudaFree/cudaMalloc or hipFree/hipMalloc calls: torch.cuda.empty_cache(), "
-        "PYTORCH_NO_CUDA_MEMORY_CACHING, fragmentation) while its peak uses a small share of "
-        "the device memory",
-        "serialization: the GPU idle time during those allocator calls (cudaFree "
-        "synchronises the device), at most the step's waiting",
+        "PYTORCH_NO_CUDA_MEMORY_CACHING, fragmentation, or retries near capacity), or "
+        "activation checkpointing recomputes the forward in the backward pass (numbered "
+        "forward ops on the autograd threads) while most of the device memory is free",
+        "serialization: the GPU idle time during the allocator calls (cudaFree synchronises "
+        "the device), at most the step's waiting; recomputation: the GPU time of the kernels "
+        "it launches and its host time without the profiler",
         "# keep the cache: drop torch.cuda.empty_cache() from the loop, unset\n"
         "# PYTORCH_NO_CUDA_MEMORY_CACHING, and against fragmentation:\n"
-        "os.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'expandable_segments:True'",
-        {"max_peak_memory_pct": 50.0, "min_calls_per_step": 1.0, "min_share_pct": 0.5},
+        "os.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'expandable_segments:True'\n"
+        "# with memory to spare, keep activations instead of recomputing them:\n"
+        "model.gradient_checkpointing_disable()  # timm: model.set_grad_checkpointing(False)",
+        {"max_peak_memory_pct": 50.0, "near_capacity_pct": 90.0, "min_calls_per_step": 1.0,
+         "min_share_pct": 0.5},
     ),
     Entry(
         "comm-overlap", "Overlap gradient communication with backward", "Distributed communication",

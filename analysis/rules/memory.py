@@ -26,8 +26,12 @@ def _peak_share(facts: Facts) -> tuple[float, float, float] | None:
     return peak, total, 100.0 * peak / total
 
 
-def _loading_idle_ms(facts: Facts) -> float:
-    """GPU idle time per step inside data-loading ranges (it grows with the batch)."""
+def _input_ms(facts: Facts) -> float:
+    """Host time per step that grows with the batch: input preparation, in DataLoader ranges
+    and in the step's host code outside the model (the GPU's idle there without the
+    profiler, analysis.host_regions; on the trace without a step model)."""
+    if facts.step_model is not None:
+        return facts.region_idle_ms("data_loading", "host_code")
     r = facts.ranges
     loads = r[(r["kind"] == "cpu") & r["name"].str.contains("DataLoader", regex=False)]
     if loads.empty:
@@ -38,8 +42,12 @@ def _loading_idle_ms(facts: Facts) -> float:
 @rule("small-batch")
 def small_batch(facts: Facts) -> Finding | None:
     th = CATALOG["small-batch"].thresholds
+    model = facts.step_model
     busy_pct = facts.shares.get("gpu_busy_pct", 100.0)
-    if not facts.is_training or busy_pct > th["max_gpu_busy_pct"]:
+    if model is not None:  # the profiled timeline's busy share understates it
+        busy_pct = 100 * model.gpu_ms / max(model.unprofiled_ms, 1e-9)
+    # Without a step model, only a mostly idle GPU says the host bounds the step.
+    if not facts.is_training or (model is None and busy_pct > th["max_gpu_busy_pct"]):
         return None
     mem = _peak_share(facts)
     if mem is None or mem[2] > th["max_peak_memory_pct"]:
@@ -48,15 +56,12 @@ def small_batch(facts: Facts) -> Finding | None:
     if g.empty or mem[0] <= 0:
         return None
     tokens = time_weighted_median(g["tokens"], g["dur_ns"])
-    if tokens > th["max_tokens"]:
-        return None
     peak, total, peak_pct = mem
     k = min(th["max_batch_factor"], th["usable_memory_pct"] / 100 * total / peak)
     step = facts.step_ms
-    model = facts.step_model
-    loading = min(_loading_idle_ms(facts), step)
+    loading = min(_input_ms(facts), step)
     if model is not None:
-        # Per original batch: the GPU's work and the data loading grow k×, the host's
+        # Per original batch: the GPU's work and the input preparation grow k×, the host's
         # launches and Python do not (conservative for GEMMs this small, which gain
         # efficiency), and the step's waiting stays.
         busy = model.gpu_ms
@@ -83,8 +88,9 @@ def small_batch(facts: Facts) -> Finding | None:
             "does not grow with the batch. With a batch k× larger (k from the memory "
             "headroom, at most "
             f"{th['max_batch_factor']:g}), the time per original batch becomes "
-            "max((step − loading) / k + loading, GPU busy time), data loading growing with "
-            "the batch and GPU work counted as growing k× (conservative)."
+            "(max(GPU × k, host + input × (k − 1)) + waiting) / k: input preparation (data "
+            "loading, host code outside the model) grows with the batch and GPU work is "
+            "counted as growing k× (conservative)."
         ),
         ops=tuple(sorted(set(g["op_name"]))),
     )
@@ -98,42 +104,107 @@ def _example(g: pd.DataFrame) -> str:
 
 @rule("memory-headroom")
 def memory_headroom(facts: Facts) -> Finding | None:
+    """Allocator calls in the steady state, and activation recomputation while most of the
+    memory is free; at capacity, the allocator calls are its retries."""
+    th = CATALOG["memory-headroom"].thresholds
+    mem = _peak_share(facts)
+    if mem is None or facts.events.empty:
+        return None
+    peak, total, peak_pct = mem
+    found = [f for f in (_allocator_churn(facts, peak_pct), _recompute(facts, peak_pct)) if f]
+    if not found:
+        return None
+    finding = Finding(
+        gpu_ms=sum(f.gpu_ms for f in found),
+        host_ms=sum(f.host_ms for f in found),
+        serial_ms=sum(f.serial_ms for f in found),
+        confidence="medium",
+        evidence=(
+            *(e for f in found for e in f.evidence),
+            f"allocator peak {peak / 1e9:.1f} GB reserved of {total / 1e9:.0f} GB "
+            f"({peak_pct:.1f} %)"
+            + (
+                ": near capacity, so the allocator frees its cache and retries"
+                if peak_pct >= th["near_capacity_pct"]
+                else ": room to keep what is freed or recomputed"
+            ),
+        ),
+        why=" ".join(f.why for f in found),
+    )
+    return finding if saving_share(facts, finding) >= th["min_share_pct"] else None
+
+
+def saving_share(facts: Facts, f: Finding) -> float:
+    """The finding's saving in % of the step (the step model's, else the trace's)."""
+    model = facts.step_model
+    saving = (
+        model.saving(f.gpu_ms, f.host_ms, f.serial_ms)
+        if model is not None
+        else f.gpu_ms + f.host_ms + f.serial_ms
+    )
+    return 100 * saving / max(facts.step_ms, 1e-9)
+
+
+def _allocator_churn(facts: Facts, peak_pct: float) -> Finding | None:
     th = CATALOG["memory-headroom"].thresholds
     calls = facts.allocator_calls
     if len(facts.steps):
         calls = calls[calls["step"].notna()]
     per_step = len(calls) / (facts.windows * facts.ranks)
-    if calls.empty or per_step < th["min_calls_per_step"] or facts.events.empty:
+    near = peak_pct >= th["near_capacity_pct"]
+    if calls.empty or per_step < th["min_calls_per_step"]:
         return None
-    mem = _peak_share(facts)
-    if mem is None or mem[2] > th["max_peak_memory_pct"]:
+    if not near and peak_pct > th["max_peak_memory_pct"]:
         return None
-    idle = idle_within(facts, calls.reset_index(drop=True))
-    saving = facts.per_step_ms(float(idle.sum()))
+    idle = facts.per_step_ms(float(idle_within(facts, calls.reset_index(drop=True)).sum()))
     model = facts.step_model
     if model is not None:  # driver calls: the profiler does not stretch them
-        saving = min(saving, model.serial_ms)
-    if 100 * saving / max(facts.step_ms, 1e-9) < th["min_share_pct"]:
-        return None
-    peak, total, peak_pct = mem
+        idle = min(idle, model.serial_ms)
     names = calls["name"].value_counts()
     return Finding(
-        serial_ms=saving,
+        serial_ms=idle,
         confidence="medium",
         evidence=(
             f"{per_step:.3g} allocator calls reach the driver per step ("
             + ", ".join(f"{n} × {c}" for n, c in names.items())
-            + f"), {ms(facts.per_step_ms(float(calls['dur_ns'].sum())))} of host time",
-            f"the GPU idles {ms(saving)} per step during them",
-            f"allocator peak {peak / 1e9:.1f} GB reserved of {total / 1e9:.0f} GB "
-            f"({peak_pct:.1f} %): nothing needs the memory back",
+            + f"), {ms(facts.per_step_ms(float(calls['dur_ns'].sum())))} of host time; "
+            f"the GPU idles {ms(idle)} per step during them",
         ),
         why=(
-            "PyTorch's caching allocator keeps freed blocks; calls to cudaFree/cudaMalloc in "
-            "the steady state mean the cache is emptied (torch.cuda.empty_cache, "
-            "PYTORCH_NO_CUDA_MEMORY_CACHING) or fragmented. cudaFree synchronises the device, "
-            "so the saving is the GPU idle time measured during those calls (at most the "
-            "step's serialization without the profiler)."
+            "PyTorch's caching allocator keeps freed blocks; cudaFree/cudaMalloc calls in the "
+            "steady state mean the cache is emptied (torch.cuda.empty_cache, "
+            "PYTORCH_NO_CUDA_MEMORY_CACHING), fragmented, or, near capacity, freed to retry "
+            "an allocation. cudaFree synchronises the device: that part of the saving is the "
+            "GPU idle during those calls (at most the step's serialization without the "
+            "profiler)."
+        ),
+    )
+
+
+def _recompute(facts: Facts, peak_pct: float) -> Finding | None:
+    th = CATALOG["memory-headroom"].thresholds
+    r = facts.host.recomputed
+    if r.empty or peak_pct > th["max_peak_memory_pct"]:
+        return None
+    steps = facts.windows * facts.ranks
+    gpu_ms = facts.per_step_ms(float(r["gpu_ns"].sum()))
+    host_ns, cpu_ops = float(r["host_ns"].sum()), float(r["cpu_ops"].sum())
+    model = facts.step_model
+    host_ms = (model.host_ms_of(host_ns, cpu_ops) if model is not None else host_ns / 1e6) / steps
+    return Finding(
+        gpu_ms=gpu_ms,
+        host_ms=host_ms,
+        confidence="medium",
+        evidence=(
+            f"activation checkpointing: {float(r['ops'].sum()) / steps:,.0f} forward ops run "
+            f"again inside the backward pass per step, {ms(gpu_ms)} of GPU time and "
+            f"{ms(host_ms)} of host time (without the profiler)",
+        ),
+        why=(
+            "Checkpointing trades memory for time: the backward pass runs the checkpointed "
+            "layers' forward again. With most of the device memory free, keeping the "
+            "activations saves that recomputation: the GPU time of the kernels it launches "
+            "and the host's time issuing them."
         ),
     )
 

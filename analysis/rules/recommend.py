@@ -90,7 +90,9 @@ def recommend(facts: Facts) -> list[Recommendation]:
         if found is None:
             continue
         saving = saving_of(found, facts)
-        if saving <= 0:  # a measured zero saving is no advice
+        # No saving and nothing the fix removes is no advice; a fix that removes work the
+        # step does not wait for (GPU time under a host-bound step) is listed as minor.
+        if saving <= 0 and found.gpu_ms + found.host_ms + found.serial_ms <= 0:
             continue
         entry = CATALOG[rule_id]
         pct = 100.0 * saving / step if step else 0.0

@@ -9,7 +9,7 @@ from helpers.stores import facts
 from helpers.traces import fixture_runs
 
 from analysis.rules.catalog import CATALOG
-from analysis.rules.recommend import RULES, recommend
+from analysis.rules.recommend import MINOR_PCT, RULES, recommend
 
 NAIVE_SIX = (
     "tensor-core-alignment", "fused-attention", "fused-optimizer", "host-sync", "pageable-memcpy",
@@ -78,9 +78,11 @@ def test_mixed_precision_retimes_gemms_like_the_bf16_run_measured() -> None:
     predicted = naive.per_step_ms(float(_retimed_ns(g, naive, "bf16", 0.5).sum())) * flop_ratio
     measured = tuned.per_step_ms(float(t["dur_ns"].sum()))
     assert predicted == pytest.approx(measured, rel=0.35)
-    # and the saving is the fp32 time minus that re-timing, a large share of the step
+    # and the saving is the fp32 time minus that re-timing, a large share of the step: of
+    # the step without the profiler since D20 (the overhead model's 171 ms, 173 ms on the
+    # trace), less the host time autocast adds (49.9 %; 55 % of the profiled step before)
     r = rec("train_gpt2_fp32_naive", "mixed-precision")
-    assert 50 < r.est_saving_pct < 100
+    assert 45 < r.est_saving_pct < 100
 
 
 def test_ranked_by_saving_with_catalog_titles_and_fixes() -> None:
@@ -101,20 +103,28 @@ def test_ranked_by_saving_with_catalog_titles_and_fixes() -> None:
 # Expected findings of this module's rules on the public traces, from reading each trace.
 FOREIGN = {
     # tb_plugin ResNet-50 with num_workers=0 (the sample's point): the GPU waits for the
-    # loader; batches come from pageable memory; eager BN/ReLU chains; 2 µs median kernels.
+    # loader; batches come from pageable memory; eager BN/ReLU chains. No cuda-graphs since
+    # savings count without the profiler and per host region: the idle is the loader's, and
+    # of the forward/backward idle only 25 % is in gaps short enough to be launch overhead
+    # (2.6 ms, 1.5 % of the 171 ms step; it claimed the trace's short gaps before).
     "foreign/tb_plugin/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz": {
         "gpu-starvation",
         "pageable-memcpy",
         "kernel-fusion",
-        "cuda-graphs",
     },
     # HF Qwen 0.5B eager inference: RMSNorm as add/copy/pow/mean/rsqrt/mul kernels.
     "foreign/tracelens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz": {
         "kernel-fusion",
         "host-sync",
     },
-    # BERT-small eager inference: 60 tiny kernels, GPU idle between launches.
-    "foreign/tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz": {"cuda-graphs"},
+    # BERT-small eager inference: 60 tiny kernels, GPU idle between launches; 0.20 ms of
+    # host code before each step's first op (gpu-starvation, 7 % of the 2.9 ms step without
+    # the profiler) and two syncs per step (host-sync, 0.13 ms: the step's waiting).
+    "foreign/tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz": {
+        "cuda-graphs",
+        "gpu-starvation",
+        "host-sync",
+    },
     # B200 eager run: 768 kernels with the GPU 86 % idle waiting for launches.
     "foreign/tracelens/b200/eager_trace.json.gz": {"cuda-graphs"},
     # A100 training steps with fp32 SIMT/TF32 GEMMs, loss.item() syncs, unfused pointwise.
@@ -127,15 +137,17 @@ FOREIGN = {
         "mixed-precision",
         "host-sync",
     },
-    "foreign/hta/nccl_parser_config/nccl_data.json.gz": {"cuda-graphs", "mixed-precision"},
+    # Host-bound without the profiler (206 ms of host time, 50 ms of GPU time per step): the
+    # fp32 GEMM time mixed precision would cut is listed as minor; 15 ms of host code before
+    # each step's first op is gpu-starvation.
+    "foreign/hta/nccl_parser_config/nccl_data.json.gz": {"cuda-graphs", "gpu-starvation"},
     # V100 ResNet training: cuDNN BN + ReLU + add chains between convolutions.
     "foreign/hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz": {
         "kernel-fusion",
     },
-    # AlexNet benchmark feeding 24 MB pageable batches at 4 GB/s.
-    "foreign/hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz": {
-        "pageable-memcpy",
-    },
+    # AlexNet benchmark feeding 24 MB pageable batches at 4 GB/s: 46.5 ms in a 12.9 s trace
+    # without ProfilerSteps, 0.4 %: a minor finding now (see test_minor_findings_are_listed).
+    "foreign/hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz": set(),
     # Too small or CPU-only to advise on: nothing.
     "foreign/hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz": set(),
     "foreign/hta/triton_example/triton_example.json.gz": set(),
@@ -149,5 +161,17 @@ FOREIGN = {
 @pytest.mark.parametrize("label", sorted(FOREIGN))
 def test_foreign_traces_get_only_true_findings(label: str) -> None:
     assert label in {r.label for r in fixture_runs()}
-    mine = set(ids(label)) & HOST_AND_PRECISION & set(RULES)
-    assert mine == FOREIGN[label]
+    ranked = {r.id for r in recommend(facts(label)) if not r.minor}
+    assert ranked & HOST_AND_PRECISION & set(RULES) == FOREIGN[label]
+
+
+def test_minor_findings_are_listed_apart_after_the_ranked_ones() -> None:
+    alexnet = "foreign/hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz"
+    recs = recommend(facts(alexnet))
+    pageable = next(r for r in recs if r.id == "pageable-memcpy")
+    assert pageable.minor
+    assert 0 < pageable.est_saving_pct < MINOR_PCT
+    # the naive fp32 GPT-2 is host-bound without the profiler: its fp32 GEMM time is listed
+    naive = recommend(facts("h200/train_gpt2_fp32_naive.pt.trace.json.gz"))
+    flags = [r.minor for r in naive]
+    assert flags == sorted(flags)  # every ranked finding before every minor one

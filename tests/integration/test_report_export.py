@@ -144,7 +144,8 @@ def test_html_is_one_offline_file_with_every_section(
         assert title in page.section_text(sid)
     run = naive_doc["run"]
     assert run["name"] in page.section_text("summary")
-    assert "time per step (ms)" in page.section_text("metrics")
+    assert "time per step, profiled (ms)" in page.section_text("metrics")
+    assert "time per step, unprofiled (ms)" in page.section_text("metrics")
     assert naive_doc["roofline"][0]["name"] in page.section_text("roofline")
     assert "Kernels that move the most bytes" in page.section_text("bandwidth")
     assert "step window" in page.section_text("breakdown")

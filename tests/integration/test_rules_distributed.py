@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from helpers.paths import TEST_DATA
-from helpers.rules import fire, fired
+from helpers.rules import fire, fired, saving
 from helpers.stores import facts as facts_of
 from helpers.stores import sample_facts
 from helpers.traces import foreign_labels
@@ -33,7 +33,7 @@ def test_p2p_disabled_gets_nccl_topology_and_the_fixed_run_saves_that_much() -> 
     assert bus_gbps < 50  # ~26 GB/s; NVLink carries ~300 GB/s in the fixed run
     assert fire(after, "nccl-topology") is None
     # Independent: the run recorded with P2P on is 54.2 -> 41.7 ms per step; estimated 13.6.
-    assert found.saving_ms == pytest.approx(before.step_ms - after.step_ms, rel=0.25)
+    assert saving(before, "nccl-topology") == pytest.approx(before.step_ms - after.step_ms, rel=0.25)
 
 
 def test_one_bucket_gets_comm_overlap_and_buckets_remove_it() -> None:
@@ -47,7 +47,7 @@ def test_one_bucket_gets_comm_overlap_and_buckets_remove_it() -> None:
     # upper bound; bucketed all-reduce over a slow link still leaves 9 ms exposed.
     measured = before.step_ms - after.step_ms
     assert measured > 5
-    assert measured <= found.saving_ms <= 2 * measured
+    assert measured <= saving(before, "comm-overlap") <= 2 * measured
 
 
 def test_exposed_comm_nothing_waits_for_is_not_overlap_advice() -> None:
@@ -65,7 +65,7 @@ def test_ddp_rank_one_is_the_straggler() -> None:
     # Independent: rank 0 sits in its all-reduce kernels waiting for rank 1; what rank 1
     # would save is about that wait (rank 0's exposed comm less rank 1's).
     ps = facts.per_step.groupby("rank")["comm_ns"].sum() / 1e6 / facts.windows
-    assert found.saving_ms == pytest.approx(ps[0] - ps[1], rel=0.15)
+    assert saving(facts, "straggler") == pytest.approx(ps[0] - ps[1], rel=0.15)
 
 
 def test_ddp_exposed_allreduce_is_waiting_not_missing_overlap() -> None:

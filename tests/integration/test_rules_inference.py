@@ -4,7 +4,7 @@ foreign traces for false alarms."""
 from __future__ import annotations
 
 import pytest
-from helpers.rules import fire, fired
+from helpers.rules import fire, fired, saving
 from helpers.stores import facts as facts_of
 from helpers.traces import foreign_labels
 
@@ -21,7 +21,7 @@ def test_decode_b1_is_launch_bound_decode_at_batch_one() -> None:
     assert found is not None
     assert "1 token row" in found.evidence[0]
     # Idle (~95 % of the step) and the weight reads stay, 8 sequences share them.
-    assert 0.7 * facts.step_ms < found.saving_ms < 0.95 * facts.step_ms
+    assert 0.7 * facts.step_ms < saving(facts, "decode-batching") < 0.95 * facts.step_ms
     recs = recommend(facts)
     assert recs[0].id in ("cuda-graphs", "decode-batching")
     assert {r.id for r in recs[:2]} == {"cuda-graphs", "decode-batching"}
@@ -35,7 +35,13 @@ def test_decode_b1_weight_read_time_halved_by_int8() -> None:
     # Independent: every aten::mm kernel of the steps is a [1, K] x [K, N] bf16 weight read.
     k = facts.kernels
     mm_ms = float(k.loc[k["op_name"] == "aten::mm", "dur_ns"].sum()) / 1e6 / facts.windows
-    assert found.saving_ms == pytest.approx(0.5 * mm_ms, rel=0.01)
+    assert found.gpu_ms == pytest.approx(0.5 * mm_ms, rel=0.01)
+    # The decode step waits for its launches (host-bound without the profiler): halving the
+    # weight reads shortens no step until they are fixed, so it is listed as minor.
+    model = facts.step_model
+    assert model.host_ms > model.gpu_ms
+    assert saving(facts, "weight-quantization") == 0.0
+    assert next(r for r in recommend(facts) if r.id == "weight-quantization").minor
 
 
 def test_decode_b1_writes_into_a_preallocated_cache() -> None:
@@ -57,7 +63,7 @@ def test_hf_generate_grows_its_kv_cache_with_cat() -> None:
     )  # fmt: skip
     assert len(k) == 8 * 2 * 31 * facts.windows  # layers x (K, V) x decode tokens x steps
     upper = float(k["dur_ns"].sum()) / 1e6 / facts.windows
-    assert 0.99 * upper < found.saving_ms < upper
+    assert 0.99 * upper < found.gpu_ms < upper
 
 
 def test_hf_generate_batch_four_still_decode_bound() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from helpers.rules import fire, fired
+from helpers.rules import fire, fired, saving
 from helpers.stores import facts as facts_of
 from helpers.stores import sample_facts
 from helpers.traces import foreign_labels
@@ -20,7 +20,7 @@ def test_small_gpt_step_waits_for_the_host_with_memory_free() -> None:
     assert "4× batch" in found.evidence[1]
     # No data loader in this step: per original batch the step becomes max(step / 4, busy).
     busy = facts.step_ms * facts.shares["gpu_busy_pct"] / 100
-    assert found.saving_ms == pytest.approx(facts.step_ms - max(facts.step_ms / 4, busy))
+    assert saving(facts, "small-batch") == pytest.approx(facts.step_ms - max(facts.step_ms / 4, busy))
 
 
 @pytest.mark.parametrize(

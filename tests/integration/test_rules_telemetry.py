@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from helpers.paths import SAMPLES, fixture
-from helpers.rules import fire
+from helpers.rules import fire, saving
 
 from analysis.facts import Facts, gather
 from collectors.ingest import ingest
@@ -90,4 +90,4 @@ def test_power_capped_samples_cost_their_clock_loss(
     throttled = ((rows["clocks_event_reasons"] & 0xEC) > 0) & (rows["sm_clock_mhz"] < 1980)
     loss = float(((1 - rows["sm_clock_mhz"] / 1980) * throttled).mean())
     busy = facts.shares["gpu_busy_pct"] / 100
-    assert found.saving_ms == pytest.approx(facts.step_ms * busy * loss)
+    assert saving(facts, "power-throttling") == pytest.approx(facts.step_ms * busy * loss)

@@ -36,9 +36,11 @@ def test_page_defaults_to_the_two_newest_runs(page_store: tuple[Path, str, str])
     assert not at.error
     assert [sb.value for sb in at.selectbox] == [before, after]
     metrics = {m.label: m for m in at.metric}
-    step = metric(decode, "step_time_ms")
-    assert metrics["Time per step"].value == fmt_ms(step["after"])
-    assert metrics["Time per step"].delta == f"{step['delta']:+,.2f} ms"
+    for key, label in (("unprofiled_step_ms", "Step, unprofiled"), ("step_time_ms",
+                                                                     "Step, profiled")):
+        step = metric(decode, key)
+        assert metrics[label].value == fmt_ms(step["after"])
+        assert metrics[label].delta == f"{step['delta']:+,.2f} ms"
     assert not metrics["MFU"].delta  # graph replays have no op shapes: no MFU to compare
     assert "not comparable" in metrics["MFU"].help
     assert at.markdown[0].value == f"**{decode.verdict}**"
@@ -63,8 +65,11 @@ def test_page_takes_the_runs_from_the_query(page_store: tuple[Path, str, str]) -
     at.switch_page("pages/compare.py").run()
     assert not at.exception
     assert [sb.value for sb in at.selectbox] == [after, before]
-    assert at.markdown[0].value.startswith("**step time 9.6 -> 117.4 ms")
-    assert {m.label: m for m in at.metric}["Time per step"].delta.startswith("+")
+    unprof = metric(comparison(DECODE), "unprofiled_step_ms")
+    assert at.markdown[0].value.startswith(
+        f"**step time {unprof['after']:,.1f} -> {unprof['before']:,.1f} ms unprofiled"
+    )
+    assert {m.label: m for m in at.metric}["Step, unprofiled"].delta.startswith("+")
 
 
 def test_page_with_one_run_says_what_to_do(tmp_path: Path) -> None:

@@ -66,7 +66,8 @@ def test_groups_split_by_precision_and_keep_all_time() -> None:
 def test_run_metrics_per_gpu_over_step_time() -> None:
     df = kernels(("a", "bf16", 989.4e9, 4.8e9, 0, 1_000_000))
     steps = pd.DataFrame({"rank": [0], "step": [1], "ts_ns": [0], "dur_ns": [2_000_000],
-                          "gpu_end_ns": [1_000_000], "gpu_busy_ns": [1_000_000],
+                          "gpu_start_ns": [0], "gpu_end_ns": [1_000_000],
+                          "gpu_busy_ns": [1_000_000],
                           "kernel_count": [1], "kernel_time_ns": [1_000_000]})  # fmt: skip
     m = run_compute_metrics(df, steps, H200, tokens_per_step=4096)
     # 989.4 GFLOP in a 2 ms step: 494.7 TFLOP/s, half the bf16 peak; 4.8 GB: 50 % of HBM

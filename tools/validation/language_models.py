@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from tools.validation.training import smaller, static, train
+from tools.validation.training import prepared, smaller, static, train
 from tools.validation.workload import Ctx, Workload, forever, loop
 
 
@@ -41,6 +41,8 @@ def gpt2_train(
     batch: int = 16,
     attn: str = "sdpa",
     lora: bool = False,
+    compiled: bool = False,
+    checkpointed: bool = False,
     batches: Callable[[int, int, int], Callable[[], torch.Tensor]] | None = None,
     **train_kwargs: Any,
 ) -> Workload:
@@ -70,12 +72,20 @@ def gpt2_train(
     else:
         next_batch = batches(vocab, seq, batch)
 
+    notes.update(compiled=compiled, checkpointed=checkpointed)
+    forward = prepared(model, compiled=compiled, checkpointed=checkpointed)
+
     def lm_loss(x: torch.Tensor) -> torch.Tensor:
         x = x.to(ctx.device)  # a host batch's one copy; a no-op for one already there
-        return model(input_ids=x, labels=x).loss
+        return forward(input_ids=x, labels=x).loss
 
     step = train(ctx, model, lm_loss, next_batch, **train_kwargs)
     return Workload(loop(step), batch * seq, "tokens", notes)
+
+
+BERT_SMALL = (6, 512, 8, 512, 16)
+BERT_BASE = (12, 768, 12, 512, 32)  # GPU-bound on an H200: the attention's share shows
+BERT_SMALL_B64 = (6, 512, 8, 512, 64)
 
 
 class PythonTokenizer:
@@ -114,12 +124,16 @@ def pretokenized(vocab: int, seq: int, batch: int) -> Callable[[], torch.Tensor]
     return lambda: next(it)
 
 
-def bert_mlm(ctx: Ctx, attn: str) -> Workload:
+def bert_mlm(
+    ctx: Ctx, attn: str, size: tuple[int, int, int, int, int] = BERT_SMALL, graphs: bool = False
+) -> Workload:
     """BERT masked-LM training (bidirectional attention), bf16 autocast; vocab padded to a
-    multiple of 64 so that only the attention differs from a tuned run."""
+    multiple of 64 so that only the attention differs from a tuned run. `size`: layers,
+    hidden size, heads, sequence, batch on the GPU machine. graphs=True: the forward and
+    backward captured by torch.cuda.make_graphed_callables (dropout included) and replayed."""
     from transformers import BertConfig, BertForMaskedLM
 
-    layers, d, heads, seq, batch = ctx.pick((6, 512, 8, 512, 16), (2, 64, 4, 32, 2))
+    layers, d, heads, seq, batch = ctx.pick(size, (2, 64, 4, 32, 2))
     vocab = ctx.pick(30528, 1024)
     cfg = BertConfig(
         vocab_size=vocab,
@@ -133,5 +147,23 @@ def bert_mlm(ctx: Ctx, attn: str) -> Workload:
     model = BertForMaskedLM(cfg).to(ctx.device)
     x = torch.randint(0, vocab, (batch, seq), device=ctx.device)
     labels = torch.where(torch.rand(x.shape, device=ctx.device) < 0.15, x, -100)
-    step = train(ctx, model, lambda b: model(input_ids=b[0], labels=b[1]).loss, static((x, labels)))
-    return Workload(loop(step), batch * seq, "tokens", {"layers": layers, "attn": attn})
+    loss_of: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = _MlmLoss(model, ctx)
+    if graphs and ctx.cuda:
+        loss_of = torch.cuda.make_graphed_callables(loss_of, (x, labels))
+    step = train(ctx, model, lambda b: loss_of(*b), static((x, labels)))
+    notes = {"layers": layers, "attn": attn, "batch": batch, "graphs": graphs}
+    return Workload(loop(step), batch * seq, "tokens", notes)
+
+
+class _MlmLoss(nn.Module):
+    """The model's loss as a module of tensors in, tensor out (what CUDA graph capture takes),
+    under bf16 autocast inside (a captured graph replays what ran at capture)."""
+
+    def __init__(self, model: nn.Module, ctx: Ctx) -> None:
+        super().__init__()
+        self.model, self.device_type = model, ctx.device.type
+
+    def forward(self, x: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        # No cast cache: a captured graph may not keep casts made outside it.
+        with torch.autocast(self.device_type, dtype=torch.bfloat16, cache_enabled=False):
+            return self.model(input_ids=x, labels=labels).loss

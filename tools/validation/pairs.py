@@ -8,7 +8,14 @@ from typing import Any
 import torch
 
 from tools.validation.decode import HFDecoder, decode
-from tools.validation.language_models import bert_mlm, gpt2_train, pretokenized, tokenized_in_loop
+from tools.validation.language_models import (
+    BERT_BASE,
+    BERT_SMALL_B64,
+    bert_mlm,
+    gpt2_train,
+    pretokenized,
+    tokenized_in_loop,
+)
 from tools.validation.launch_bound import launch_bound
 from tools.validation.lightning_train import lightning_train
 from tools.validation.vision import resnet50, timm_model, vision_train, vit
@@ -53,11 +60,12 @@ def pair(
     ]
 
 
-def with_stack(cases: list[Case], pair_ids: tuple[str, ...]) -> list[Case]:
-    """The tuned runs of these pairs once more, profiled with with_stack=True (the profiler-
-    overhead model needs traces with different profiler flags)."""
+def variant(cases: list[Case], pair_ids: tuple[str, ...], suffix: str, **flags: bool) -> list[Case]:
+    """The tuned runs of these pairs once more, profiled with other profiler flags
+    (with_stack, record_shapes, profile_memory): the profiler-overhead model is fitted on
+    traces of each kind."""
     return [
-        Case(**{**vars(c), "id": f"{c.id}-stack", "with_stack": True})
+        Case(**{**vars(c), "id": f"{c.id}-{suffix}", **flags})
         for c in cases
         if c.pair in pair_ids and c.role == "after"
     ]
@@ -123,6 +131,76 @@ PAIRS = [
           lambda c: decode(c, 1, graph=False, impl=HFDecoder),
           lambda c: decode(c, 8, graph=False, impl=HFDecoder)),
 ]  # fmt: skip
-CASES = PAIRS + with_stack(
-    PAIRS, ("precision-gpt2", "attention-gpt2", "optimizer-gpt2", "layout-resnet50")
-)
+# The second recording (tools/record_validation_pairs.py --only …): GPU-bound sizes of the
+# first set's host-bound pairs, the fixes the first set lacked, and a second pair per fix.
+GPT2_124M = {"layers": 12, "d": 768, "heads": 12, "seq": 1024, "batch": 8}
+GPT2_6L = {"layers": 6, "d": 768, "heads": 12, "batch": 8}
+PAIRS += [
+    *pair("precision-vit", "mixed-precision", "timm", "fp32 TF32 off -> bf16 autocast",
+          ("timm",), lambda c: vision_train(c, vit(c), c.pick(128, 2), precision="fp32"),
+          lambda c: vision_train(c, vit(c), c.pick(128, 2))),
+    *pair("attention-bert-base", "fused-attention", "transformers",
+          "eager attention -> sdpa (BERT-base, batch 32)", TF,
+          lambda c: bert_mlm(c, "eager", BERT_BASE), lambda c: bert_mlm(c, "sdpa", BERT_BASE)),
+    *pair("optimizer-gpt2-124m", "fused-optimizer", "transformers",
+          "AdamW(foreach=False) -> AdamW(fused=True) (GPT-2 124M, 8 x 1024 tokens)", TF,
+          lambda c: gpt2_train(c, **GPT2_124M, optimizer="for-loop"),
+          lambda c: gpt2_train(c, **GPT2_124M)),
+    *pair("batch-gpt2", "small-batch", "transformers",
+          "optimizer-gpt2's run at batch 8 -> batch 32 (per token)", TF,
+          lambda c: gpt2_train(c, **GPT2_6L, optimizer="for-loop"),
+          lambda c: gpt2_train(c, **{**GPT2_6L, "batch": 32}, optimizer="for-loop")),
+    *pair("fusion-compile-gpt2", "kernel-fusion", "transformers",
+          "eager -> torch.compile (Inductor default mode)", TF,
+          lambda c: gpt2_train(c), lambda c: gpt2_train(c, compiled=True)),
+    *pair("fusion-compile-vit", "kernel-fusion", "timm",
+          "eager -> torch.compile (Inductor default mode)", ("timm",),
+          lambda c: vision_train(c, vit(c), c.pick(128, 2)),
+          lambda c: vision_train(c, vit(c), c.pick(128, 2), compiled=True)),
+    *pair("recompute-gpt2", "memory-headroom", "transformers",
+          "gradient_checkpointing_enable() -> off, memory mostly free", TF,
+          lambda c: gpt2_train(c, checkpointed=True), lambda c: gpt2_train(c)),
+    *pair("recompute-vit", "memory-headroom", "timm",
+          "set_grad_checkpointing(True) -> off, memory mostly free", ("timm",),
+          lambda c: vision_train(c, vit(c), c.pick(128, 2), checkpointed=True),
+          lambda c: vision_train(c, vit(c), c.pick(128, 2))),
+    *pair("layout-resnet50-b256", "channels-last", "torchvision", "NCHW -> channels_last",
+          ("torchvision",),
+          lambda c: vision_train(c, resnet50(), c.pick(256, 2), channels_last=False),
+          lambda c: vision_train(c, resnet50(), c.pick(256, 2))),
+    *pair("layout-efficientnet", "channels-last", "timm", "NCHW -> channels_last",
+          ("timm",),
+          lambda c: vision_train(c, timm_model("efficientnet_b0"), c.pick(256, 2),
+                                 channels_last=False),
+          lambda c: vision_train(c, timm_model("efficientnet_b0"), c.pick(256, 2))),
+]  # fmt: skip
+# The third recording: a second pair for the fixes the second one tuned.
+PEFT_GPT2 = {"layers": 6, "d": 768, "heads": 12, "seq": 1024, "batch": 8, "lora": True}
+PAIRS += [
+    *pair("optimizer-vit", "fused-optimizer", "timm",
+          "AdamW(foreach=False) -> AdamW(fused=True)", ("timm",),
+          lambda c: vision_train(c, vit(c), c.pick(128, 2), optimizer="for-loop"),
+          lambda c: vision_train(c, vit(c), c.pick(128, 2))),
+    *pair("graphs-bert", "cuda-graphs", "transformers",
+          "eager -> forward and backward replayed from CUDA graphs (make_graphed_callables)",
+          TF, lambda c: bert_mlm(c, "sdpa"), lambda c: bert_mlm(c, "sdpa", graphs=True)),
+    *pair("batch-bert", "small-batch", "transformers", "batch 16 -> 64 (per token)", TF,
+          lambda c: bert_mlm(c, "sdpa"), lambda c: bert_mlm(c, "sdpa", BERT_SMALL_B64)),
+    *pair("fusion-compile-peft", "kernel-fusion", "transformers+peft",
+          "eager -> torch.compile (Inductor default mode)", ("transformers", "peft"),
+          lambda c: gpt2_train(c, **PEFT_GPT2), lambda c: gpt2_train(c, **PEFT_GPT2,
+                                                                      compiled=True)),
+    *pair("fusion-compile-resnet50", "kernel-fusion", "torchvision",
+          "eager -> torch.compile (Inductor default mode), NCHW", ("torchvision",),
+          lambda c: vision_train(c, resnet50(), c.pick(64, 2), channels_last=False),
+          lambda c: vision_train(c, resnet50(), c.pick(64, 2), channels_last=False,
+                                 compiled=True)),
+]  # fmt: skip
+FLAGGED = ("precision-gpt2", "attention-gpt2", "optimizer-gpt2", "layout-resnet50")
+CASES = [
+    *PAIRS,
+    *variant(PAIRS, FLAGGED, "stack", with_stack=True),
+    *variant(PAIRS, FLAGGED[:3], "noshapes", record_shapes=False),
+    *variant(PAIRS, FLAGGED[:3], "nomemory", profile_memory=False),
+    *variant(PAIRS, FLAGGED[:3], "bare", record_shapes=False, profile_memory=False),
+]

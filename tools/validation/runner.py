@@ -100,8 +100,8 @@ def base_record(case: Case) -> dict[str, Any]:
         "change": case.change,
         "versions": {"torch": torch.__version__, "transformers": dist_version("transformers")},
         "profiler": {
-            "record_shapes": True,
-            "profile_memory": True,
+            "record_shapes": case.record_shapes,
+            "profile_memory": case.profile_memory,
             "with_stack": case.with_stack,
             "schedule": SCHEDULE,
         },

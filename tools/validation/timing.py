@@ -91,7 +91,8 @@ def profile(ctx: Ctx, case: Case, w: Workload, out: Path) -> dict[str, Any]:
                         trace_dir=out / "traces",
                         session=SESSION,
                         schedule=torch.profiler.schedule(**SCHEDULE),
-                        profile_memory=True,
+                        record_shapes=case.record_shapes,
+                        profile_memory=case.profile_memory,
                         with_stack=case.with_stack,
                     )
                 )

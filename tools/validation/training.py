@@ -30,7 +30,8 @@ def train(
     after_step: Callable[[torch.Tensor], None] | None = None,
 ) -> Callable[[], None]:
     """One training step: batch, forward and loss (autocast for bf16-autocast), backward,
-    AdamW (fused, or one parameter at a time with optimizer="for-loop"), zero_grad."""
+    AdamW (fused, or one parameter at a time with optimizer="for-loop"), zero_grad.
+    `loss_fn` may call a compiled or checkpointed version of `model` (see `prepared`)."""
     set_precision(precision)
     params = [p for p in model.parameters() if p.requires_grad]
     opt_kwargs = {"fused": True} if optimizer == "fused" else {"foreach": False, "fused": False}
@@ -48,6 +49,18 @@ def train(
             after_step(loss)
 
     return step
+
+
+def prepared(model: nn.Module, *, compiled: bool = False, checkpointed: bool = False) -> nn.Module:
+    """The module the loss calls: torch.compile'd (Inductor's default mode: fused kernels,
+    no CUDA graphs), and/or with activation checkpointing as the framework enables it
+    (transformers: gradient_checkpointing_enable(); timm: set_grad_checkpointing())."""
+    if checkpointed:
+        if hasattr(model, "gradient_checkpointing_enable"):
+            model.gradient_checkpointing_enable()
+        else:
+            model.set_grad_checkpointing(True)
+    return torch.compile(model) if compiled else model
 
 
 def smaller(n: int, tiny: int, align: int) -> int:

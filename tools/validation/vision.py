@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tools.validation.training import Precision, static, train
+from tools.validation.training import Precision, prepared, static, train
 from tools.validation.workload import Ctx, Workload, forever, loop
 
 
@@ -21,6 +21,9 @@ def vision_train(
     *,
     channels_last: bool = True,
     precision: Precision = "bf16-autocast",
+    compiled: bool = False,
+    checkpointed: bool = False,
+    optimizer: str = "fused",
 ) -> Workload:
     """Image classification training. inputs: "device" (one batch already there), "pageable"
     or "pinned" (batches in host memory, copied each step), or "loader0"/"loader8" (FakeData
@@ -40,8 +43,13 @@ def vision_train(
         next_x = lambda: next(it).to(ctx.device, non_blocking=pinned)  # noqa: E731
     else:
         next_x = image_loader(ctx, batch, size, workers=int(inputs.removeprefix("loader")), fmt=fmt)
-    step = train(ctx, model, lambda x: F.cross_entropy(model(x), y), next_x, precision=precision)
-    notes = {"inputs": inputs, "channels_last": channels_last, "precision": precision}
+    forward = prepared(model, compiled=compiled, checkpointed=checkpointed)
+    step = train(
+        ctx, model, lambda x: F.cross_entropy(forward(x), y), next_x, precision=precision,
+        optimizer=optimizer,
+    )  # fmt: skip
+    notes = {"inputs": inputs, "channels_last": channels_last, "precision": precision,
+             "compiled": compiled, "checkpointed": checkpointed}  # fmt: skip
     return Workload(loop(step), batch, "samples", notes)
 
 

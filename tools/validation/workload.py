@@ -58,6 +58,8 @@ class Case:
     needs: tuple[str, ...]  # importable modules; "a|b" for either
     build: Callable[[Ctx], Workload]
     with_stack: bool = False
+    record_shapes: bool = True
+    profile_memory: bool = True
 
 
 def loop(step: Callable[[], None]) -> Callable[[int, Boundary], None]:

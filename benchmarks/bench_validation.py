@@ -1,0 +1,46 @@
+"""The recommendations against the H200 validation pairs: estimated vs measured saving per pair.
+
+Ingests every run of tests/data/validation_h200 (tools/record_validation_pairs.py recorded
+them; each tagged with its measured unprofiled step) into a scratch store, ranks each
+"before" run's findings, and prints the table README.md and BENCHMARKS.md publish (per pair:
+the half, the planted finding's rank and estimate, the measured saving, whether the estimate
+is within 35 % or 5 points of the step, whether the planted finding ranks first or behind
+only findings measured to save more on the same model, whether the "after" run is clean),
+the counts per half, and the unprofiled step's error from the hook and from the
+profiler-overhead model. Pure analysis: no timing, so the machine's load does not matter.
+
+    python3 benchmarks/bench_validation.py [STORE_DIR]    # from the repo root, ~3 minutes
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tools.validation import evaluate as ev
+
+
+def main() -> None:
+    workloads = ev.summary()
+    facts_of = ev.scratch_store(Path(sys.argv[1]) if len(sys.argv) > 1 else None, workloads)
+    results = ev.evaluate(facts_of, workloads)
+    print(ev.table(results))
+    print()
+    for half in ("tune", "held-out"):
+        r = [x for x in results if x.half == half]
+        print(
+            f"{half}: {len(r)} pairs; planted first {sum(x.first for x in r)}, "
+            f"estimate within {sum(x.within for x in r)}, after clean "
+            f"{sum(x.after_clean for x in r)}, no host finding over the headroom "
+            f"{sum(not x.over_headroom for x in r)}, all four {sum(x.passed for x in r)}"
+        )
+    for pair, why in ev.EXCLUDED.items():
+        print(f"left out: {pair}: {why}")
+    print()
+    print(ev.step_error_summary(ev.step_errors(facts_of, workloads)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""The recommendations against the before/after pairs recorded on an H200
+(tests/data/validation_h200, tools/validation/evaluate.py): for every pair, the planted finding
+ranks first (or behind findings measured to save more on the same model, or its alternative),
+its estimate is within 35 % or 5 points of the measured saving, the "after" run does not raise
+it, and no host-side finding claims more than the step's headroom.
+
+What the rules still get wrong is listed in MISSES with the measurement, as strict xfails: a
+new miss fails the suite, and so does a fixed one until it leaves the list. The table and the
+counts per half are benchmarks/bench_validation.py's (README, BENCHMARKS.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tools.validation import evaluate as ev
+
+WORKLOADS = ev.summary()
+PAIRS = ev.pairs(WORKLOADS)
+CHECKS: dict[str, Callable[[ev.PairResult], bool]] = {
+    "first": lambda r: r.first,
+    "within": lambda r: r.within,
+    "after_clean": lambda r: r.after_clean,
+    "headroom": lambda r: not r.over_headroom,
+}
+# (pair, check): why it misses, with the numbers (estimate vs measured, ms per step).
+MISSES = {
+    ("alignment-peft", "first"): "fp8 (unmeasured on this model) ranks above it",
+    ("alignment-peft", "within"): "4.77 vs 8.36: the batch × sequence misalignment's cost "
+    "(7 × 1000 -> 8 × 1024) is not estimated, only the vocabulary's",
+    ("allocator-gpt2", "first"): "small-batch (unmeasured on this model) ranks above it",
+    ("attention-bert", "first"): "cuda-graphs and kernel-fusion, unmeasured on this BERT, "
+    "rank above it (its CUDA-graph pair recorded two changes: left out)",
+    ("attention-bert", "within"): "2.81 vs 4.65 on a host-bound step: the eager attention's "
+    "extra host ops are not counted",
+    ("fusion-compile-vit", "within"): "2.78 vs 0.23: torch.compile halved the GPU time but the "
+    "compiled ViT's host time kept the step",
+    ("host-preprocess-gpt2", "first"): "small-batch (unmeasured on this model) ranks above it",
+    ("launch-bound-mlp", "within"): "3.38 vs 2.03: the graph replay's own cost is not modelled",
+    ("layout-efficientnet", "within"): "37.1 vs 79.6: depthwise convolutions lose more in NCHW "
+    "than the ratio tuned on ResNet-50",
+    ("layout-resnet50", "first"): "estimated 0 (minor): the modelled host time bounds the step; "
+    "1.06 measured",
+    ("optimizer-gpt2", "within"): "9.52 vs 4.41: this recording's after run was 1.6x slower on "
+    "the host than the same workload recorded again (optimizer-gpt2-r2: within)",
+    ("optimizer-gpt2-124m", "first"): "small-batch and kernel-fusion rank above its estimate",
+    ("optimizer-gpt2-124m", "within"): "8.67 vs 14.41: the before steps alternate between 51 "
+    "and 71 ms; the estimate has only the optimizer's own host time",
+    ("pageable-resnet", "within"): "5.76 vs 9.90: the before run's modelled host time (16.4 ms) "
+    "is above the after run's measured step (12.25 ms)",
+    ("recompute-gpt2", "first"): "kernel-fusion (measured larger on this GPT-2) and "
+    "small-batch (unmeasured) rank above it",
+    ("recompute-gpt2", "within"): "3.04 vs 5.16: a sync per step comes with checkpointing and "
+    "goes to host-sync",
+    ("recompute-vit", "first"): "small-batch and cuda-graphs (unmeasured on this ViT) rank above",
+    ("recompute-vit", "within"): "5.06 vs 15.30: timm's checkpointing costs host time outside "
+    "the recomputed ops",
+}
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ev.PairResult]:
+    runs = {k for p in PAIRS for k in ev.runs_of(p)}
+    workloads = {k: w for k, w in WORKLOADS.items() if k in runs}
+    folder: Path = tmp_path_factory.mktemp("validation")
+    return {r.pair: r for r in ev.evaluate(ev.scratch_store(folder, workloads), workloads)}
+
+
+def _case(pair: str, check: str) -> object:
+    why = MISSES.get((pair, check))
+    marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
+    return pytest.param(pair, check, marks=marks, id=f"{pair}-{check}")
+
+
+def test_every_pair_has_a_half_and_every_miss_a_pair() -> None:
+    assert {p: ev.HALVES.get(p) for p in PAIRS if p not in ev.HALVES} == {}
+    assert {k for k in MISSES if k[0] not in PAIRS or k[1] not in CHECKS} == set()
+    # Both halves are judged, and on enough pairs for the note's counts to mean something.
+    halves = [ev.HALVES[p] for p in PAIRS]
+    assert halves.count("tune") >= 12
+    assert halves.count("held-out") >= 12
+
+
+@pytest.mark.parametrize(("pair", "check"), [_case(p, c) for p in PAIRS for c in CHECKS])
+def test_pair(results: dict[str, ev.PairResult], pair: str, check: str) -> None:
+    r = results[pair]
+    assert CHECKS[check](r), (
+        f"{pair} ({r.half}): {r.planted} rank {r.rank} (above: {r.above}, justified: "
+        f"{r.justified}), estimate {r.est_ms} vs measured {r.measured_ms:.2f} ms of a "
+        f"{r.step_ms:.2f} ms step; after: {r.after_ids}; over the headroom: {r.over_headroom}"
+    )

@@ -1,0 +1,364 @@
+"""The recommendations against the validation pairs: what each "before" run is told to change,
+and what the change saved when it was made.
+
+For every pair of tests/data/validation_h200 (recorded by tools/record_validation_pairs.py on
+an H200): the planted finding's rank and estimated saving on the "before" run, the measured
+saving (the two runs' unprofiled medians of 20 steps, per unit of work when the change alters
+the batch), the findings of the "after" run, and the host findings' claims against the step's
+headroom. The runs are ingested with their measured unprofiled step as the
+`unprofiled_step_ms` tag, so that the rules are judged on their own; the hook's and the
+profiler-overhead model's errors on that step are reported apart (`step_errors`).
+
+Half of the pairs tuned the thresholds and models (HALVES); the other half is reported
+separately, as recordings the rules were not fitted to.
+
+Used by tests/integration/test_validation_pairs.py and benchmarks/bench_validation.py; needs no
+torch.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from analysis.facts import Facts, gather
+from analysis.load import Store
+from analysis.rules.recommend import Recommendation, recommend
+from analysis.step_model import HOOK_KEY, TAG, StepModel, hook_ms, step_model
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO / "tests" / "data" / "validation_h200"
+CEILINGS = REPO / "data" / "samples" / "ceilings_h200.json"  # measured on the same H200 kind
+# Chosen before the second recording (one pair per fix tunes, the other is held out); the
+# second recording's pairs joined the half their technique's plan named.
+HALVES = {
+    "precision-gpt2": "tune", "tf32-vit": "tune", "precision-lightning": "tune",
+    "precision-vit": "held-out",
+    "attention-bert": "tune", "attention-bert-base": "tune", "attention-gpt2": "held-out",
+    "optimizer-gpt2": "tune", "optimizer-gpt2-124m": "tune",
+    "allocator-gpt2": "held-out",
+    "dataloader-resnet": "tune", "host-preprocess-gpt2": "held-out",
+    "layout-resnet50": "tune", "layout-resnet50-b256": "tune",
+    "layout-efficientnet": "held-out",
+    "launch-bound-mlp": "held-out", "decode-cudagraph-llama": "tune",
+    "host-sync-gpt2": "held-out", "pageable-resnet": "tune",
+    "alignment-peft": "held-out", "decode-batching-llama": "held-out",
+    "fusion-compile-gpt2": "tune", "fusion-compile-vit": "held-out",
+    "recompute-gpt2": "tune", "recompute-vit": "held-out",
+    "batch-gpt2": "tune",
+    # the third recording: a second pair for what the second one tuned
+    "optimizer-vit": "held-out", "batch-bert": "held-out", "fusion-compile-peft": "held-out",
+    "fusion-compile-resnet50": "held-out", "optimizer-gpt2-r2": "tune",
+}  # fmt: skip
+# Recorded, but not one change: left out of the table, with the reason.
+EXCLUDED = {
+    "graphs-bert": "its after run executes 24 fp32 FFMA GEMMs per step that the before runs in "
+    "bf16 (autocast did not hold inside make_graphed_callables' capture): two changes",
+}
+# A pair recorded again from runs of another recording (one machine, one call): the first
+# optimizer-gpt2 recording's after ran 1.6× slower on the host than the same workload in the
+# second recording, so its saving is given from both.
+REPLICATES = {
+    "optimizer-gpt2-r2": ("batch-gpt2-before", "optimizer-gpt2-after-noshapes", "fused-optimizer")
+}
+# Pairs whose "before" runs one model at one size (the planted problem aside): a finding that
+# ranks above a pair's planted one is right to when another pair of the group measured its
+# fix saving more (torch.compile on the GPT-2 that host-sync-gpt2 also trains).
+SAME_MODEL = (
+    ("precision-gpt2", "allocator-gpt2", "host-preprocess-gpt2", "host-sync-gpt2",
+     "fusion-compile-gpt2", "recompute-gpt2"),
+    ("optimizer-gpt2", "optimizer-gpt2-r2", "batch-gpt2"),
+    ("tf32-vit", "precision-vit", "fusion-compile-vit", "recompute-vit", "optimizer-vit"),
+    ("attention-bert", "batch-bert"),
+    ("layout-resnet50", "fusion-compile-resnet50"),
+    ("alignment-peft", "fusion-compile-peft"),
+    ("decode-cudagraph-llama", "decode-batching-llama"),
+)  # fmt: skip
+# The findings whose fix removes host time or waiting only (no GPU work): none may claim more
+# than the step's headroom (unprofiled step less GPU time).
+HOST_SIDE = ("cuda-graphs", "gpu-starvation", "host-sync")
+WITHIN_REL = 0.35  # an estimate is right within 35 % of the measured saving…
+WITHIN_POINTS = 5.0  # …or within 5 points of the step
+
+
+@dataclass(frozen=True)
+class PairResult:
+    pair: str
+    half: str
+    planted: str
+    rank: int | None  # of the planted finding on the before run (None: not found)
+    est_ms: float | None
+    measured_ms: float
+    step_ms: float  # the before run's unprofiled step (the recorder's median)
+    above: tuple[str, ...]  # the findings ranked above the planted one
+    justified: tuple[str, ...]  # those of `above` that are alternatives or measured larger
+    after_ids: tuple[str, ...]  # the after run's ranked findings
+    over_headroom: tuple[str, ...]  # host findings claiming more than the headroom
+
+    @property
+    def error_ms(self) -> float | None:
+        return None if self.est_ms is None else self.est_ms - self.measured_ms
+
+    @property
+    def within(self) -> bool:
+        if self.error_ms is None:
+            return False
+        return abs(self.error_ms) <= max(
+            WITHIN_REL * abs(self.measured_ms), WITHIN_POINTS / 100 * self.step_ms
+        )
+
+    @property
+    def first(self) -> bool:
+        """Ranked first, or behind findings that are right to rank above it."""
+        return self.rank is not None and set(self.above) <= set(self.justified)
+
+    @property
+    def after_clean(self) -> bool:
+        return self.planted not in self.after_ids
+
+    @property
+    def passed(self) -> bool:
+        return self.first and self.within and self.after_clean and not self.over_headroom
+
+
+def summary(folder: Path = DATA) -> dict[str, Any]:
+    return dict(json.loads((folder / "summary.json").read_text())["workloads"])
+
+
+def unprofiled_ms(w: dict[str, Any]) -> float:
+    return float(w["unprofiled"]["median_ms"])
+
+
+def runs_of(pair: str) -> tuple[str, str]:
+    """The before and after workload ids of a pair."""
+    if pair in REPLICATES:
+        return REPLICATES[pair][0], REPLICATES[pair][1]
+    return f"{pair}-before", f"{pair}-after"
+
+
+def planted_of(workloads: dict[str, Any], pair: str) -> str:
+    if pair in REPLICATES:
+        return REPLICATES[pair][2]
+    return str(workloads[f"{pair}-before"]["planted"])
+
+
+def measured_saving(workloads: dict[str, Any], pair: str) -> float:
+    """Before's unprofiled step less after's, per before's unit of work (tokens, samples)."""
+    b, a = (workloads[k] for k in runs_of(pair))
+    per_unit = b["units_per_step"] / a["units_per_step"]
+    return unprofiled_ms(b) - unprofiled_ms(a) * per_unit
+
+
+def pairs(workloads: dict[str, Any]) -> list[str]:
+    """The pairs whose two runs were recorded (EXCLUDED ones left out)."""
+    ids = sorted({w["pair"] for w in workloads.values()} | set(REPLICATES))
+    return [
+        p
+        for p in ids
+        if p not in EXCLUDED and all(workloads.get(k, {}).get("status") == "ok" for k in runs_of(p))
+    ]
+
+
+def _headroom_claims(facts: Facts, recs: list[Recommendation]) -> tuple[str, ...]:
+    """Host-side findings whose saving exceeds the unprofiled step less the GPU time."""
+    model = facts.step_model
+    if model is None:
+        return ()
+    slack = 1e-6 + 0.01 * model.unprofiled_ms
+    return tuple(
+        r.id for r in recs if r.id in HOST_SIDE and r.est_saving_ms > model.headroom_ms + slack
+    )
+
+
+def evaluate(facts_of: Callable[[str], Facts], workloads: dict[str, Any]) -> list[PairResult]:
+    """One result per recorded pair; `facts_of(workload id)` gives the run's facts."""
+    ranked: dict[str, list[Recommendation]] = {}
+    facts: dict[str, Facts] = {}
+    for p in pairs(workloads):
+        for key in runs_of(p):
+            if key not in facts:
+                facts[key] = facts_of(key)
+                ranked[key] = recommend(facts[key])
+    measured = {p: measured_saving(workloads, p) for p in pairs(workloads)}
+    planted = {p: planted_of(workloads, p) for p in measured}
+    out = []
+    for p in measured:
+        before, after = runs_of(p)
+        everything = ranked[before]
+        recs = [r for r in everything if not r.minor]
+        ids = [r.id for r in recs]
+        rank = ids.index(planted[p]) + 1 if planted[p] in ids else None
+        above = tuple(ids[: (rank or 1) - 1]) if rank else ()
+        group = next((g for g in SAME_MODEL if p in g), (p,))
+        bigger = {planted[q] for q in group if q in measured and measured[q] > measured[p]}
+        alts = {r.id for r in recs if r.alternative_of == planted[p]} | {
+            r.alternative_of for r in recs if r.id == planted[p] and r.alternative_of
+        }
+        out.append(
+            PairResult(
+                pair=p,
+                half=HALVES.get(p, "unassigned"),
+                planted=planted[p],
+                rank=rank,
+                est_ms=next((r.est_saving_ms for r in everything if r.id == planted[p]), None),
+                measured_ms=measured[p],
+                step_ms=unprofiled_ms(workloads[before]),
+                above=above,
+                justified=tuple(i for i in above if i in bigger | alts),
+                after_ids=tuple(r.id for r in ranked[after] if not r.minor),
+                over_headroom=_headroom_claims(facts[before], recs),
+            )
+        )
+    return out
+
+
+def ingest_tags(w: dict[str, Any]) -> dict[str, str]:
+    """The tags a validation run is ingested with: its measured unprofiled step."""
+    return {TAG: f"{unprofiled_ms(w):.6g}", "validation_pair": str(w["pair"])}
+
+
+def table(results: list[PairResult]) -> str:
+    """The Markdown table the README and BENCHMARKS.md publish."""
+    head = (
+        "| pair | half | planted | rank | estimate (ms) | measured (ms) | step (ms) | "
+        "error | within | first | after clean |\n|---|---|---|---|---|---|---|---|---|---|---|"
+    )
+    rows = []
+    for r in sorted(results, key=lambda r: (r.half != "tune", r.pair)):
+        est = "—" if r.est_ms is None else f"{r.est_ms:.2f}"
+        err = "—" if r.error_ms is None else f"{r.error_ms:+.2f}"
+        rank = (
+            "—"
+            if r.rank is None
+            else str(r.rank) + ("" if r.rank == 1 else f" ({', '.join(r.above)} above)")
+        )
+        rows.append(
+            f"| {r.pair} | {r.half} | `{r.planted}` | {rank} | {est} | {r.measured_ms:.2f} | "
+            f"{r.step_ms:.2f} | {err} | {'yes' if r.within else 'no'} | "
+            f"{'yes' if r.first else 'no'} | {'yes' if r.after_clean else 'no'} |"
+        )
+    return "\n".join([head, *rows])
+
+
+def gather_of(store: Any, ids: dict[str, str]) -> Callable[[str], Facts]:
+    """Workload id -> its run's facts, each read once."""
+    read: dict[str, Facts] = {}
+
+    def facts_of(key: str) -> Facts:
+        if key not in read:
+            read[key] = gather(store, ids[key])
+        return read[key]
+
+    return facts_of
+
+
+def ingest_all(data_dir: Path, workloads: dict[str, Any], folder: Path = DATA) -> dict[str, str]:
+    """Every recorded run into the store at data_dir (with the H200's measured ceilings and
+    each run's measured unprofiled step as a tag): workload id -> run id."""
+    from collectors.calibrate import main as calibrate
+    from collectors.ingest import ingest
+
+    calibrate(["--data", str(data_dir), "--import", str(CEILINGS)])
+    return {
+        k: ingest([folder / w["trace"]], data_dir=data_dir, name=k, tags=ingest_tags(w))
+        for k, w in workloads.items()
+        if w.get("status") == "ok"
+    }
+
+
+@dataclass(frozen=True)
+class StepError:
+    """One run's unprofiled step three ways: the recorder's median of 20 steps (measured),
+    the hook's median of its unprofiled steps, and the profiler-overhead model's."""
+
+    workload: str
+    half: str
+    host_bound: bool  # GPU time under HOST_BOUND_SHARE of the step, no sync in it
+    measured_ms: float
+    hook_ms: float | None
+    modelled_ms: float
+    model: StepModel  # the modelled one (no hook, no tag)
+
+
+HOST_BOUND_SHARE = 0.85
+
+
+def _without_hook(metadata: str | None) -> str | None:
+    if not metadata:
+        return metadata
+    d = json.loads(metadata)
+    d.pop(HOOK_KEY, None)
+    return json.dumps(d)
+
+
+def step_errors(facts_of: Callable[[str], Facts], workloads: dict[str, Any]) -> list[StepError]:
+    """Every run with steps: measured, hook and modelled unprofiled step."""
+    out = []
+    for key, w in sorted(workloads.items()):
+        if w.get("status") != "ok":
+            continue
+        f = facts_of(key)
+        h = f.host
+        meta = h.trace_metadata
+        bare = meta.assign(trace_metadata=meta["trace_metadata"].map(_without_hook))
+        model = step_model(f.steps, f.events, h.step_host, bare, {})
+        if model is None:
+            continue
+        measured = unprofiled_ms(w)
+        out.append(
+            StepError(
+                workload=key,
+                half=HALVES.get(w["pair"], "unassigned"),
+                host_bound=model.gpu_ms < HOST_BOUND_SHARE * measured
+                and not h.step_host["syncs"].any(),
+                measured_ms=measured,
+                hook_ms=hook_ms(meta),
+                modelled_ms=model.unprofiled_ms,
+                model=model,
+            )
+        )
+    return out
+
+
+def step_error_summary(errors: list[StepError]) -> str:
+    """Per half: the modelled and the hook's unprofiled step against the measured one."""
+
+    def pct(a: float, b: float) -> float:
+        return abs(100 * (a - b) / b)
+
+    lines = []
+    for half in ("tune", "held-out"):
+        e = [x for x in errors if x.half == half]
+        if not e:
+            continue
+        model = [pct(x.modelled_ms, x.measured_ms) for x in e]
+        hb = [pct(x.modelled_ms, x.measured_ms) for x in e if x.host_bound]
+        hook = [pct(x.hook_ms, x.measured_ms) for x in e if x.hook_ms is not None]
+        lines.append(
+            f"unprofiled step, {half}: {len(e)} runs; overhead model median |error| "
+            f"{statistics.median(model):.1f} %"
+            f" (within 30 %: {sum(m <= 30 for m in model)}/{len(model)}; host-bound runs "
+            f"{statistics.median(hb) if hb else float('nan'):.1f} % over {len(hb)}); hook "
+            f"median |error| {statistics.median(hook):.1f} % (within 10 %: "
+            f"{sum(h <= 10 for h in hook)}/{len(hook)})"
+        )
+    return "\n".join(lines)
+
+
+def scratch_store(folder: Path | None, workloads: dict[str, Any]) -> Callable[[str], Facts]:
+    """The validation runs in a store at `folder` (ingested there when it has none yet; a
+    temporary folder when None): workload id -> facts."""
+    folder = folder or Path(tempfile.mkdtemp(prefix="validation-"))
+    ids_file = folder / "ids.json"
+    if ids_file.exists():
+        ids = json.loads(ids_file.read_text())
+    else:
+        folder.mkdir(parents=True, exist_ok=True)
+        ids = ingest_all(folder, workloads)
+        ids_file.write_text(json.dumps(ids))
+    return gather_of(Store(folder), ids)
