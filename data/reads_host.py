@@ -210,8 +210,13 @@ def recomputed_forward(store: Store, run_id: str) -> pd.DataFrame:
         FROM host h JOIN counted c USING (rank, step) LEFT JOIN gpu g USING (rank, step)
         ORDER BY h.rank, h.step
         """,
-        {"run": run_id, **{k.removesuffix("_ns"): top[k].astype("int64").tolist()
-                           for k in ("rank", "step", "tid", "ts_ns", "end_ns")}},
+        {
+            "run": run_id,
+            **{
+                k.removesuffix("_ns"): top[k].astype("int64").tolist()
+                for k in ("rank", "step", "tid", "ts_ns", "end_ns")
+            },
+        },
     )
 
 

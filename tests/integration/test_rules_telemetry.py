@@ -89,5 +89,8 @@ def test_power_capped_samples_cost_their_clock_loss(
     assert len(rows) >= 2
     throttled = ((rows["clocks_event_reasons"] & 0xEC) > 0) & (rows["sm_clock_mhz"] < 1980)
     loss = float(((1 - rows["sm_clock_mhz"] / 1980) * throttled).mean())
-    busy = facts.shares["gpu_busy_pct"] / 100
-    assert saving(facts, "power-throttling") == pytest.approx(facts.step_ms * busy * loss)
+    # the clock loss on the GPU's busy time per step (the step model's G; a GPU-bound step)
+    model = facts.step_model
+    assert model is not None
+    assert model.gpu_ms >= model.host_ms
+    assert saving(facts, "power-throttling") == pytest.approx(model.gpu_ms * loss)

@@ -36,8 +36,10 @@ def test_page_defaults_to_the_two_newest_runs(page_store: tuple[Path, str, str])
     assert not at.error
     assert [sb.value for sb in at.selectbox] == [before, after]
     metrics = {m.label: m for m in at.metric}
-    for key, label in (("unprofiled_step_ms", "Step, unprofiled"), ("step_time_ms",
-                                                                     "Step, profiled")):
+    for key, label in (
+        ("unprofiled_step_ms", "Step, unprofiled"),
+        ("step_time_ms", "Step, profiled"),
+    ):
         step = metric(decode, key)
         assert metrics[label].value == fmt_ms(step["after"])
         assert metrics[label].delta == f"{step['delta']:+,.2f} ms"
