@@ -26,6 +26,7 @@ _DEVICE_FIELDS = {
     "shared_mem_per_sm_bytes": "sharedMemPerMultiprocessor",
     "shared_mem_per_block_optin_bytes": "sharedMemPerBlockOptin",
 }  # fmt: skip
+_DEVICE_TYPES = {"name": str}  # every other field is an int (range checked by the parser)
 
 
 def _with_rank(table: pa.Table, rank: int) -> pa.Table:
@@ -133,7 +134,6 @@ def _ranks_table(traces: list[RankTrace], digests: list[str]) -> pa.Table:
     rows = []
     for t, digest in zip(traces, digests, strict=True):
         meta = t.metadata
-        base = meta.get("baseTimeNanoseconds")
         rows.append({
             "rank": t.rank, "world_size": t.world_size, "rank_source": t.rank_source,
             "file_name": t.path.name, "file_bytes": t.file_bytes, "file_sha256": digest,
@@ -141,7 +141,7 @@ def _ranks_table(traces: list[RankTrace], digests: list[str]) -> pa.Table:
             "backend": (t.distributed_info or {}).get("backend"),
             "distributed_info": metadata_json(t.distributed_info) if t.distributed_info else None,
             "trace_metadata": metadata_json(meta),
-            "base_time_ns": base if isinstance(base, int) else None,
+            "base_time_ns": t.base_time_ns,
             "events_total": t.events_total, "events_malformed": t.malformed,
             "events_skipped": t.events_skipped,
             "malformed_examples": metadata_json(t.malformed_examples),
@@ -161,8 +161,7 @@ def _devices_table(traces: list[RankTrace]) -> pa.Table:
             row: dict[str, Any] = {"rank": t.rank}
             for col, key in _DEVICE_FIELDS.items():
                 v = d.get(key)
-                row[col] = v if isinstance(v, int | str) and not isinstance(v, bool) else None
-            row["name"] = d.get("name") if isinstance(d.get("name"), str) else None
+                row[col] = v if type(v) is _DEVICE_TYPES.get(col, int) else None
             rows.append(row)
     return pa.Table.from_pylist(rows, schema=schema)
 

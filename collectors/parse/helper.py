@@ -4,7 +4,6 @@ counter that hands out the next slice, its tables returned as Arrow IPC files in
 from __future__ import annotations
 
 import contextlib
-import mmap
 import multiprocessing
 import os
 import shutil
@@ -15,14 +14,14 @@ from typing import Any
 import msgspec
 import pyarrow as pa
 
-from collectors.parse.document import NotSliceable, slices
+from collectors.parse.document import Buffer, NotSliceable, slices
 from collectors.parse.rank_trace import MAX_EXAMPLES, RankTrace, new_trace
 from collectors.parse.tables import Parts, build
 
 PARALLEL_MIN_BYTES = 64 << 20  # below this a helper process costs more than it saves
 
 
-def worth_a_helper(buf: bytes | mmap.mmap) -> bool:
+def worth_a_helper(buf: Buffer) -> bool:
     return len(buf) >= PARALLEL_MIN_BYTES and (os.cpu_count() or 1) >= 2 and hasattr(os, "fork")
 
 
@@ -56,7 +55,7 @@ class Helper:
     def start(
         cls,
         path: Path,
-        buf: bytes | mmap.mmap,
+        buf: Buffer,
         cuts: list[int],
         take: SharedCounter,
         include_python: bool,
@@ -101,7 +100,7 @@ class Helper:
 
 
 def _child(
-    send: Any, path: Path, buf: bytes | mmap.mmap, cuts: list[int], take: SharedCounter,
+    send: Any, path: Path, buf: Buffer, cuts: list[int], take: SharedCounter,
     include_python: bool, folder: str,
 ) -> None:  # fmt: skip
     trace = new_trace(path, {})
