@@ -4,18 +4,18 @@ the events array cut into slices at the commas between events, without decoding 
 from __future__ import annotations
 
 import ctypes
-import gzip
 import mmap
 import re
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 import numpy as np
 
 from collectors.parse.events import RAWS, short_error
+from collectors.parse.expansion import expanded_cap_bytes, gunzip
 from collectors.parse.utf8 import is_utf8, replaced
 from data.errors import TraceFormatError
 
@@ -25,7 +25,8 @@ Progress = Callable[[int, int], None]
 
 
 def read_bytes(path: Path) -> Buffer:
-    """The decompressed bytes of a trace file (gzip by magic number, not by name)."""
+    """The decompressed bytes of a trace file (gzip by magic number, not by name; at most
+    collectors.parse.expansion's cap)."""
     try:
         with path.open("rb") as fh:
             magic = fh.read(2)
@@ -39,14 +40,14 @@ def read_bytes(path: Path) -> Buffer:
         raise TraceFormatError(f"{path}: cannot read: {e.strerror or e}") from None
 
 
-def _gunzip(fh: Any, path: Path) -> bytes:
+def _gunzip(fh: BinaryIO, path: Path) -> bytearray:
     try:
-        # In one piece: GzipFile.read() joins small chunks that stay in the heap after (270 MB
-        # for the 360 MB benchmark trace), and a forked helper would count them again.
-        data = gzip.decompress(fh.read())
+        # Into one growing buffer: GzipFile.read() joins small chunks that stay in the heap
+        # after (270 MB for the 360 MB benchmark trace), and a forked helper would count them.
+        data = gunzip(fh, path, expanded_cap_bytes())
     except EOFError:
         raise TraceFormatError(f"{path}: truncated gzip (the file ends mid-stream)") from None
-    except (OSError, zlib.error) as e:
+    except zlib.error as e:
         raise TraceFormatError(f"{path}: corrupt gzip: {e}") from None
     if not data:
         raise TraceFormatError(f"{path}: empty file inside the gzip")
