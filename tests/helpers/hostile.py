@@ -12,25 +12,29 @@ from __future__ import annotations
 
 import copy
 import gzip
-import io
 import json
-import tarfile
-import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from helpers.hostile_bombs import (
+    CAP_ENV,
+    gz_of_base,
+    tar_gz_bomb,
+    whitespace_bomb,
+    zip_lying_size,
+    zip_many_members,
+    zip_of_gz_bomb,
+    zip_zero_bomb,
+)
 from helpers.paths import fixture
 
 BASE = "h200/microops.pt.trace.json.gz"  # a real H200 trace: 276 events, 18 kernels
 BASE_KERNELS = 18
 BIG = 2**70  # beyond int64 and uint64
 WIDE = 2**40  # beyond int32
-# The expanded-bytes cap the decompression cases run under (DASH_MAX_EXPANDED_MB).
-CAP_MB = 64
-CAP_ENV = {"DASH_MAX_EXPANDED_MB": str(CAP_MB)}
 # Mutations put this string where raw JSON text goes (a number no json.dumps writes).
 RAW = "@@RAW@@"
 
@@ -212,90 +216,6 @@ def _duplicate_far_from_events(folder: Path) -> list[Path]:
     return _write(folder, "far_duplicate.pt.trace.json", text.encode())
 
 
-# ---------------------------------------------------------------------------- expansion
-
-
-def _gzip_members(chunk: bytes, copies: int) -> bytes:
-    """A gzip file of `copies` members each holding `chunk`: expands to copies × len(chunk)
-    while only one member is ever compressed."""
-    member = gzip.compress(chunk, compresslevel=9)
-    return member * copies
-
-
-def _whitespace_bomb(folder: Path) -> list[Path]:
-    """A .json.gz that starts like a trace and expands to 1 GiB of spaces (~1 MB on disk)."""
-    head = gzip.compress(b'{"traceEvents": [')
-    return _write(folder, "spaces.pt.trace.json.gz", head + _gzip_members(b" " * (16 << 20), 64))
-
-
-def _zip_zero_bomb(folder: Path) -> list[Path]:
-    """A zip of one 512 MiB member of zeros named like a trace (~0.5 MB on disk)."""
-    path = folder / "zeros.zip"
-    with (
-        zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf,
-        zf.open("run/rank0.pt.trace.json", "w", force_zip64=True) as out,
-    ):
-        block = b"\0" * (16 << 20)
-        for _ in range(32):
-            out.write(block)
-    return [path]
-
-
-def _zip_many_members(folder: Path) -> list[Path]:
-    """80 real-trace members of 1 MiB each: none alone is over the cap, all are."""
-    path = folder / "many.zip"
-    one = _padded_trace(1 << 20)
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
-        for rank in range(80):
-            zf.writestr(f"run/rank{rank}.pt.trace.json", one)
-    return [path]
-
-
-def _padded_trace(size: int) -> bytes:
-    data = _base_text()
-    return data[:1] + b" " * (size - len(data)) + data[1:]
-
-
-def _tar_gz_bomb(folder: Path) -> list[Path]:
-    """A .tar.gz whose one member holds 512 MiB of spaces (a multi-member gzip stream)."""
-    size = 512 << 20
-    info = tarfile.TarInfo("run/rank0.pt.trace.json")
-    info.size = size
-    header = info.tobuf(format=tarfile.GNU_FORMAT)
-    end = b"\0" * (1024 + (-size) % 512)
-    data = (
-        gzip.compress(header)
-        + _gzip_members(b" " * (16 << 20), size // (16 << 20))
-        + gzip.compress(end)
-    )
-    return _write(folder, "spaces.tar.gz", data)
-
-
-def _zip_of_gz_bomb(folder: Path) -> list[Path]:
-    """A zip (small, stored) holding a .json.gz that expands beyond the cap."""
-    path = folder / "nested.zip"
-    inner = gzip.compress(b'{"traceEvents": [') + _gzip_members(b" " * (16 << 20), 8)
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:
-        zf.writestr("run/rank0.pt.trace.json.gz", inner)
-    return [path]
-
-
-def _zip_lying_size(folder: Path) -> list[Path]:
-    """A zip member whose central directory says 1000 bytes and whose data expands to
-    256 MiB: the reader must stop at what it was told, not at what the data holds."""
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr("rank0.pt.trace.json", b" " * (256 << 20))
-    data = bytearray(buf.getvalue())
-    entry = data.rfind(b"PK\x01\x02")  # the central directory's one entry
-    data[entry + 24 : entry + 28] = (1000).to_bytes(4, "little")  # its uncompressed size
-    return _write(folder, "lying.zip", bytes(data))
-
-
-def _gz_of_base(folder: Path) -> list[Path]:
-    return _write(folder, "base.pt.trace.json.gz", fixture(BASE).read_bytes())
-
-
 # ------------------------------------------------------------------------------ the corpus
 
 CASES: dict[str, Case] = {
@@ -389,17 +309,17 @@ CASES: dict[str, Case] = {
         _duplicate_far_from_events, Refused(r"duplicate top-level key 'traceName'")
     ),
     # expansion beyond the cap (CAP_MB)
-    "gzip_1GiB_of_spaces": Case(_whitespace_bomb, Refused(r"expands to more than 64 MB"), CAP_ENV),
-    "zip_512MiB_of_zeros": Case(_zip_zero_bomb, Refused(r"expands to more than 64 MB"), CAP_ENV),
+    "gzip_1GiB_of_spaces": Case(whitespace_bomb, Refused(r"expands to more than 64 MB"), CAP_ENV),
+    "zip_512MiB_of_zeros": Case(zip_zero_bomb, Refused(r"expands to more than 64 MB"), CAP_ENV),
     "zip_80_members_of_1MiB": Case(
-        _zip_many_members, Refused(r"expands to more than 64 MB"), CAP_ENV
+        zip_many_members, Refused(r"expands to more than 64 MB"), CAP_ENV
     ),
-    "tar_gz_512MiB_of_spaces": Case(_tar_gz_bomb, Refused(r"expands to more than 64 MB"), CAP_ENV),
+    "tar_gz_512MiB_of_spaces": Case(tar_gz_bomb, Refused(r"expands to more than 64 MB"), CAP_ENV),
     "zip_holding_a_gzip_bomb": Case(
-        _zip_of_gz_bomb, Refused(r"expands to more than 64 MB"), CAP_ENV
+        zip_of_gz_bomb, Refused(r"expands to more than 64 MB"), CAP_ENV
     ),
     "zip_member_lying_about_its_size": Case(
-        _zip_lying_size, Refused(r"unreadable archive: Bad CRC-32"), CAP_ENV
+        zip_lying_size, Refused(r"unreadable archive: Bad CRC-32"), CAP_ENV
     ),
-    "gzip_under_the_cap": Case(_gz_of_base, Ingested(0), CAP_ENV),
+    "gzip_under_the_cap": Case(gz_of_base, Ingested(0), CAP_ENV),
 }
