@@ -39,7 +39,9 @@ from data.cli import Result, add_json_flag, run_command
 from data.compaction import compact_segments, repair_merges
 from data.errors import AllGpusLostError, DashError
 from data.lake import Lake
+from data.lake_sweep import sweep_lake
 from data.schema import arrow_schema
+from data.scratch import sweep_scratch
 
 log = logging.getLogger("collectors.nvml")
 
@@ -110,6 +112,8 @@ class NvmlSampler:
         partition = self.lake.segment_path("gpu_samples", self.host).parent
         if repaired := repair_merges(partition):
             log.info("finished %d merge(s) a previous agent left half done", repaired)
+        if swept := sweep_lake(self.lake.root).total() + sweep_scratch():
+            log.info("removed %d leftover(s) of killed ingests and agents", swept)
         self._last_flush_ns = time.monotonic_ns()
 
     def start(self) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import tarfile
-import tempfile
 import zipfile
 import zlib
 from collections.abc import Iterator, Sequence
@@ -14,6 +13,7 @@ from typing import IO
 
 from collectors.parse.expansion import expanded_cap_bytes, too_big
 from data.errors import TraceFormatError
+from data.scratch import scratch
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz")
@@ -39,7 +39,7 @@ def run_name(path: Path) -> str:
 def expand_inputs(paths: Sequence[Path]) -> Iterator[dict[Path, str]]:
     """Trace files named by `paths` (folders' trace files, archives unpacked), each with the
     name to show the user (an archive member reads `archive.zip:dir/rank0.json.gz`)."""
-    with tempfile.TemporaryDirectory(prefix="ingest-") as tmp:
+    with scratch("ingest") as tmp:
         files: dict[Path, str] = {}
         for path in paths:
             if path.is_dir():

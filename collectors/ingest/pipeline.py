@@ -16,6 +16,8 @@ from collectors.ingest.inputs import expand_inputs, run_name
 from collectors.ingest.lake_write import write_run
 from collectors.parse import RankTrace, parse_trace
 from data.errors import DuplicateTraceError, TraceFormatError
+from data.lake_sweep import sweep_lake
+from data.scratch import sweep_scratch
 from data.store import DEFAULT_DATA_DIR, Store
 
 StageProgress = Callable[[str, float], None]
@@ -67,6 +69,7 @@ def ingest(
     """
     report = progress or (lambda stage, frac: None)
     in_paths = [Path(p) for p in paths]
+    sweep_scratch()  # what killed ingests left in /tmp and /dev/shm
     with expand_inputs(in_paths) as labels:
         files = list(labels)
         # Hashing and opening the store (a new one writes an empty segment per table) run
@@ -105,15 +108,18 @@ def ingest(
                     job.join()
         digests: list[str] = hasher.result()
         store: Store = opener.result()
+        sweep_lake(store.lake.root)  # ... and in the lake
         _check_ranks(traces, labels)
         digest = hashlib.sha256("".join(sorted(digests)).encode()).hexdigest()
         what = str(in_paths[0]) if len(in_paths) == 1 else f"{in_paths[0]} (+{len(in_paths) - 1})"
-        existing = store.find_by_sha256(digest)
-        if existing:
-            raise DuplicateTraceError(
-                f"{what}: already ingested as run {existing}", run_id=existing
-            )
+        # Claimed first, looked up second: an ingest of the same content either holds the
+        # claim now or released it after its runs row landed, so the lookup sees it.
         with store.lake.claim(digest, what):
+            existing = store.find_by_sha256(digest)
+            if existing:
+                raise DuplicateTraceError(
+                    f"{what}: already ingested as run {existing}", run_id=existing
+                )
             run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
             run = {
                 "run_id": run_id,
