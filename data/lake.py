@@ -21,19 +21,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from data import lake_locks
-from data.errors import SchemaVersionError
-from data.owner import me
+from data.errors import SchemaVersionError, file_error
+from data.owner import me, owned_tmp_path
 from data.schema import SCHEMA_VERSION, STREAM_TABLES, TABLES, arrow_schema
 
 EMPTY_PARTITION = "run_id=_empty"
 EMPTY_STREAM_PARTITION = "host=_empty"
 OWNER_FILE = ".owner"  # in a staging folder: the ingest writing it (data.owner)
-
-
-def tmp_path(path: Path) -> Path:
-    """A private temporary name beside `path`, naming its owner (data.lake_sweep removes
-    those of dead owners)."""
-    return path.with_name(f".{path.name}.{me().tag()}.{threading.get_ident()}.tmp")
 
 
 class Lake:
@@ -66,16 +60,20 @@ class Lake:
             if not empty.exists():
                 self._write_atomic(empty, arrow_schema(table).empty_table().drop(["host"]))
         if not meta.exists():
-            tmp = tmp_path(meta)
+            tmp = owned_tmp_path(meta)
             tmp.write_text(json.dumps({"schema_version": SCHEMA_VERSION}))
             os.replace(tmp, meta)
 
     @staticmethod
     def _write_atomic(path: Path, table: pa.Table) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = tmp_path(path)
-        pq.write_table(table, tmp, compression="zstd")
-        os.replace(tmp, path)
+        tmp = owned_tmp_path(path)
+        try:
+            pq.write_table(table, tmp, compression="zstd")
+            os.replace(tmp, path)
+        except OSError as e:  # Arrow's carries no file name: name the segment
+            tmp.unlink(missing_ok=True)
+            raise file_error(e, path) from None
 
     def segment_path(self, table: str, host: str) -> Path:
         """A new, unique segment path in a stream table's partition for `host`."""
@@ -96,16 +94,12 @@ class Lake:
         self._write_atomic(path, rows.select(schema.names[1:]).cast(schema.remove(0)))
         return path
 
-    def glob(self, table: str) -> str:
-        """The read_parquet glob of one table."""
-        return str(self.root / table / "*" / "*.parquet")
-
     def stage_dir(self, run_id: str) -> Path:
         """A private folder to write a run's tables into before commit. It appears with its
         owner inside (made under a temporary name, then renamed), so a folder without a
         live owner is always a leftover."""
         path = self.staging / run_id
-        tmp = tmp_path(path)
+        tmp = owned_tmp_path(path)
         tmp.mkdir(parents=True)
         try:
             (tmp / OWNER_FILE).write_text(me().text())

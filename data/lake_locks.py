@@ -18,8 +18,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from data.errors import DuplicateTraceError
-from data.owner import me, read_owner
+from data.errors import DuplicateTraceError, file_error
+from data.owner import me, owned_tmp_path, read_owner
 
 MUTEX = ".mutex"
 
@@ -36,10 +36,14 @@ def _mutex(locks: Path) -> Iterator[None]:
 
 def write_new(path: Path, text: str) -> None:
     """Create `path` holding `text`, completely or not at all; FileExistsError if it exists."""
-    tmp = path.with_name(f".{path.name}.{me().tag()}.tmp")
+    tmp = owned_tmp_path(path)
     try:
         tmp.write_text(text)
         os.link(tmp, path)
+    except FileExistsError:
+        raise
+    except OSError as e:  # a full disk, say: name the claim, not its temporary file
+        raise file_error(e, path) from None
     finally:
         tmp.unlink(missing_ok=True)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+import threading
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -56,6 +57,12 @@ def me() -> Owner:
 os.register_at_fork(after_in_child=me.cache_clear)
 
 _TAG = re.compile(r"(\d+)\.(\d+)")
+
+
+def owned_tmp_path(path: Path) -> Path:
+    """A private temporary name beside `path` that names its owner and thread:
+    `.<name>.<pid>.<start>.<thread>.tmp` (data.lake_sweep removes those of dead owners)."""
+    return path.with_name(f".{path.name}.{me().tag()}.{threading.get_ident()}.tmp")
 
 
 def owner_of_text(text: str) -> Owner | None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import IO
 
 from collectors.parse.expansion import expanded_cap_bytes, too_big
-from data.errors import TraceFormatError
+from data.errors import TraceFormatError, file_error
 from data.scratch import scratch
 
 TRACE_SUFFIXES = (".json", ".json.gz")
@@ -84,7 +84,10 @@ def _unpack(archive: Path, dest: Path) -> dict[Path, str]:
                 written += len(chunk)
                 if written > cap:
                     raise too_big(archive, cap)
-                fh.write(chunk)
+                try:
+                    fh.write(chunk)
+                except OSError as e:  # a full disk: a write's error names no file
+                    raise file_error(e, target) from None
         out[target] = f"{archive}:{rel}"
 
     try:
@@ -112,7 +115,7 @@ def _unpack(archive: Path, dest: Path) -> dict[Path, str]:
         raise TraceFormatError(f"{archive}: unreadable archive: {e}") from None
     except OSError as e:
         if e.filename:  # writing the member out: the disk, not the archive
-            raise
+            raise OSError(e.errno, f"{e.strerror} (unpacking {archive})", e.filename) from None
         raise TraceFormatError(f"{archive}: unreadable archive: {e}") from None
     if not out:
         raise TraceFormatError(f"{archive}: archive holds no .json or .json.gz trace")

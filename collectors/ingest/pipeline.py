@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import secrets
 import threading
 import time
@@ -15,7 +16,7 @@ from typing import Any
 from collectors.ingest.inputs import expand_inputs, run_name
 from collectors.ingest.lake_write import write_run
 from collectors.parse import RankTrace, parse_trace
-from data.errors import DuplicateTraceError, TraceFormatError
+from data.errors import DashError, DuplicateTraceError, TraceFormatError
 from data.lake_sweep import sweep_lake
 from data.scratch import sweep_scratch
 from data.store import DEFAULT_DATA_DIR, Store
@@ -69,6 +70,7 @@ def ingest(
     """
     report = progress or (lambda stage, frac: None)
     in_paths = [Path(p) for p in paths]
+    _check_tags(tags or {})
     sweep_scratch()  # what killed ingests left in /tmp and /dev/shm
     with expand_inputs(in_paths) as labels:
         files = list(labels)
@@ -97,6 +99,8 @@ def ingest(
                     )
                 except TraceFormatError as e:  # name the user's file, not a temporary copy
                     raise TraceFormatError(str(e).replace(str(f), labels[f])) from None
+                except MemoryError:
+                    raise DashError(f"{labels[f]}: not enough memory to parse it") from None
                 if trace.events_total == 0:
                     raise TraceFormatError(
                         f"{labels[f]}: the trace has no events (empty traceEvents)"
@@ -133,6 +137,22 @@ def ingest(
             report("commit", 1.0)
     store.close()
     return run_id
+
+
+# Tags the analyses read as numbers (tokens/s, the step without the profiler).
+NUMERIC_TAGS = ("tokens_per_step", "unprofiled_step_ms")
+
+
+def _check_tags(tags: dict[str, Any]) -> None:
+    for key in NUMERIC_TAGS:
+        if key not in tags:
+            continue
+        try:
+            ok = 0 < float(tags[key]) < math.inf
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise DashError(f"tag {key}={str(tags[key])[:80]!r}: expected a positive number")
 
 
 def _check_ranks(traces: list[RankTrace], labels: dict[Path, str]) -> None:

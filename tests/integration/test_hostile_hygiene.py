@@ -62,6 +62,14 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+def _running(pid: int) -> bool:
+    """Whether the process runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def _dead_pid() -> int:
     proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)  # fmt: skip
@@ -92,27 +100,30 @@ def test_leftovers_of_killed_ingests_are_removed_by_the_next(tmp_path: Path) -> 
 
     # 1. killed during the parse: its unpacked archive and the helper's tables stay behind
     a = _ingest(archive, store)
-    _wait_for(lambda: [p for p in _scratch(a.pid) if p.parent == SHARED_MEMORY], "the helper")
+    _wait_for(
+        lambda: [p for p in _scratch(a.pid) if p.parent == SHARED_MEMORY] and _children(a.pid),
+        "the parse helper",
+    )
     helpers = _children(a.pid)
     _kill(a)
     left_a = _scratch(a.pid)
     assert {p.name.split("-")[0] for p in left_a} == {"ingest", "trace"}, left_a
     # the helper dies with its parent (PR_SET_PDEATHSIG) instead of running on
-    _wait_for(lambda: not any(Path(f"/proc/{h}").exists() for h in helpers), "helper's end", 10)
+    _wait_for(lambda: not any(_running(h) for h in helpers), "the helper's end", 10)
 
     # 2. killed while its run is staged: a staging folder and a claim stay behind ...
     b = _ingest(archive, store)
     staging = store / "lake" / "_staging"
-    staged = _wait_for(
-        lambda: [p for p in staging.glob("*/gpu_events") if p.is_dir()], "the staging folder"
-    )
+    # cpu_ops is the first table written: stopped there, the run is far from its commit
+    staged = _wait_for(lambda: list(staging.glob("*/cpu_ops")), "the staging folder")
+    b.send_signal(signal.SIGSTOP)
     _kill(b)
     run_dir = staged[0].parent  # type: ignore[index]
     claims = [p for p in (store / "lake" / "_locks").iterdir() if not p.name.startswith(".")]
     assert len(claims) == 1
     # ... and, had the kill come between the commit's first two renames, this orphan
-    orphan = store / "lake" / "gpu_events" / f"run_id={run_dir.name}"
-    os.replace(run_dir / "gpu_events", orphan)
+    orphan = store / "lake" / "cpu_ops" / f"run_id={run_dir.name}"
+    os.replace(run_dir / "cpu_ops", orphan)
     left_b = _scratch(b.pid)
     assert left_b
     assert not any(p.exists() for p in left_a)  # b's start removed a's
