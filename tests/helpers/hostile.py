@@ -216,6 +216,27 @@ def _duplicate_far_from_events(folder: Path) -> list[Path]:
     return _write(folder, "far_duplicate.pt.trace.json", text.encode())
 
 
+# ------------------------------------------------------------------- markup in the names
+
+# Markdown, HTML and links: an image that would make every viewer's browser fetch a URL, a
+# link, a tag with a script, emphasis; what a page must show as written.
+MARKUP = (
+    "![x](http://127.0.0.1:9/x.png) [click](http://evil) <img src=x onerror=alert(1)> "
+    "**bold** __next__ $x$ :red[red]"
+)
+
+
+def markup_trace(folder: Path) -> Path:
+    """The base trace with MARKUP in its device name and in front of every kernel and op
+    name (the run name and tags are the ingest's to give)."""
+    doc = base_doc()
+    doc["deviceProperties"][0]["name"] = MARKUP
+    for e in doc["traceEvents"]:
+        if e.get("cat") in ("kernel", "cpu_op") and e.get("ph") == "X":
+            e["name"] = f"{MARKUP} {e['name']}"
+    return _write(folder, "markup.pt.trace.json", dump(doc))[0]
+
+
 # ------------------------------------------------------------------------------ the corpus
 
 CASES: dict[str, Case] = {
