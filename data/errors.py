@@ -59,6 +59,11 @@ class RecordingFormatError(DashError):
     """A recorded telemetry CSV that cannot be replayed."""
 
 
+class PrometheusError(DashError):
+    """A Prometheus endpoint that cannot be served (the agent's /metrics) or queried (a
+    Prometheus server the dashboard reads), or an answer that is not what the API returns."""
+
+
 def error_text(e: BaseException) -> str:
     """What a command says about an error it reports (a file error names the file)."""
     if isinstance(e, OSError) and e.filename:
