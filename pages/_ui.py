@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -100,9 +101,22 @@ def run_ingest(
 
 
 def show_error(e: DashError) -> NoReturn:
-    """The one place pages turn a DashError into an error box."""
-    st.error(str(e), icon="🚫")
+    """The one place pages turn a DashError into an error box (its text shown as it is: a
+    message may quote a file name or a server's answer)."""
+    st.error(md_escape(str(e)), icon="🚫")
     st.stop()
+
+
+# CommonMark lets a backslash escape any ASCII punctuation; Streamlit's own directives
+# (:red[…], :material/…:) and LaTeX ($) start with punctuation too.
+_MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+
+
+def md_escape(text: object) -> str:
+    """Text that Markdown shows as it is: punctuation escaped, control characters (a
+    newline in a Prometheus label) as spaces."""
+    flat = "".join(c if c.isprintable() else " " for c in str(text))
+    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", flat)
 
 
 def selected_run(s: Store) -> str | None:

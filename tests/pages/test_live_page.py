@@ -55,13 +55,14 @@ def test_live_page_labels_replayed_data_and_flags_the_trap(store_dir: Path) -> N
     assert not at.error
     warnings = [w.value for w in at.warning]
     assert any(w.startswith("Replayed data") for w in warnings)
-    trap = [w for w in warnings if "node-b:0" in w and "utilization-trap" in w]
+    # Host and GPU names are escaped for Markdown (they may come from a Prometheus label).
+    trap = [w for w in warnings if "node\\-b:0" in w and "utilization-trap" in w]
     assert len(trap) == 1
     assert "PCIe copy" in trap[0]
-    assert not any("node-a:0" in w for w in warnings)  # a busy training run: no alert
-    headers = [m.value for m in at.markdown if m.value.startswith("**node-")]
-    assert headers == ["**node-a:0** · replay of gpt_train_bf16.nvml.csv · _replayed_",
-                       "**node-b:0** · NVIDIA H200 · _replayed_"]  # fmt: skip
+    assert not any("node\\-a:0" in w for w in warnings)  # a busy training run: no alert
+    headers = [m.value for m in at.markdown if m.value.startswith("**node")]
+    assert headers == [r"**node\-a:0** · replay of gpt\_train\_bf16\.nvml\.csv · _replayed_",
+                       r"**node\-b:0** · NVIDIA H200 · _replayed_"]  # fmt: skip
     metrics = {m.label for m in at.metric}
     assert {"SM activity", "HBM bandwidth", "Tensor cores", "Power", "SM clock MHz"} <= metrics
     assert "0 %" in [m.value for m in at.metric if m.label == "SM activity"]  # node-b
