@@ -3,7 +3,7 @@
 PY ?= python3
 PIP = $(PY) -m pip install -q --disable-pip-version-check
 
-.PHONY: demo install install-dev chromium lint types test check bench
+.PHONY: demo install install-dev chromium prometheus lint types test check bench
 
 demo: install
 	$(PY) -m streamlit run app.py
@@ -11,12 +11,16 @@ demo: install
 install:
 	$(PIP) -r requirements.txt
 
-install-dev: chromium
+install-dev: chromium prometheus
 	$(PIP) -r requirements-dev.txt
 
 # Debian's Chromium for the browser tests (Playwright's own download cannot work offline).
 chromium:
 	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
+
+# Debian's Prometheus server: the Prometheus tests scrape the agent with a real one.
+prometheus:
+	@command -v prometheus >/dev/null || (apt-get update -qq && apt-get install -y -qq prometheus >/dev/null)
 
 lint:
 	$(PY) -m ruff check .

@@ -26,6 +26,7 @@ from data import (
 )
 from data.cli_child import resolve_trace
 from data.store import DEFAULT_DATA_DIR, Store
+from data.telemetry_source import TelemetrySource, open_telemetry, run_samples
 
 # Other analysis modules name these through this module: they never import data.store.
 __all__ = ["DEFAULT_DATA_DIR", "Store"]
@@ -163,13 +164,22 @@ def load_host(store: Store, run_id: str, shaped: tuple[str, ...] = ()) -> HostDa
     )
 
 
-def load_telemetry(store: Store, run_id: str, pad_ns: int = 1_000_000_000) -> RunTelemetry:
-    """The NVML/GPM samples around a run (pad_ns on each side) and the GPUs' inventory."""
+def load_telemetry(
+    store: Store,
+    run_id: str,
+    pad_ns: int = 1_000_000_000,
+    source: TelemetrySource | None = None,
+) -> RunTelemetry:
+    """The GPU samples around a run (pad_ns on each side) and the GPUs' inventory at the
+    run's end, from `source` (default: data.telemetry_source.open_telemetry: Prometheus when
+    $DASH_PROMETHEUS_URL is set, else the lake)."""
+    telemetry = source or open_telemetry(store)
+    window = reads_telemetry.run_window(store, run_id)
     return RunTelemetry(
-        samples=reads_telemetry.run_samples(store, run_id, pad_ns=pad_ns),
-        window=reads_telemetry.run_window(store, run_id),
+        samples=run_samples(telemetry, store, run_id, pad_ns=pad_ns),
+        window=window,
         pad_ns=pad_ns,
-        inventory=reads_telemetry.inventory(store),
+        inventory=telemetry.inventory(None if window is None else window[1]),
     )
 
 

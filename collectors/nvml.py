@@ -6,6 +6,10 @@ so a `kill -9` loses at most the last second and a restart simply adds new segme
 same host/gpu series. The agent merges its own segments as it goes (data.compaction). Each
 start stores the GPUs' static facts once in `gpu_inventory`.
 
+Each tick also swaps in an immutable snapshot of its rows (`latest`), which
+`--prometheus-port` serves as /metrics in dcgm-exporter's names (collectors.nvml_prometheus)
+without the scrape ever holding up a tick.
+
 `NvmlSampler` is also the library entry point (e.g. for a torch.profiler hook):
 ``s = NvmlSampler(Path("data/local")); s.start(); …; s.stop()``.
 """
@@ -22,13 +26,14 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from types import FrameType
+from types import FrameType, MappingProxyType
 from typing import Any
 
 import pyarrow as pa
 
+from collectors.nvml_prometheus import TickSnapshot, serve
 from collectors.nvml_source import (
     GpuLostError,
     NvmlSource,
@@ -38,7 +43,7 @@ from collectors.nvml_source import (
 )
 from data.cli import CommandParser, Result, add_json_flag, parse_command, run_command
 from data.compaction import compact_segments, repair_merges
-from data.errors import AllGpusLostError, DashError
+from data.errors import AllGpusLostError, DashError, PrometheusError
 from data.lake import Lake
 from data.lake_sweep import sweep_lake
 from data.schema import arrow_schema
@@ -91,6 +96,9 @@ class NvmlSampler:
         self.agent_id = ""
         self.gpus: list[int] = []
         self.samples_written = 0
+        # Read by the /metrics thread: replaced whole, never changed in place.
+        self.latest: TickSnapshot | None = None
+        self.inventory_by_gpu: Mapping[int, Mapping[str, Any]] = MappingProxyType({})
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -114,6 +122,9 @@ class NvmlSampler:
         ]
         schema = arrow_schema("gpu_inventory").remove(0)
         self.lake.write_segment("gpu_inventory", self.host, pa.Table.from_pylist(rows, schema))
+        self.inventory_by_gpu = MappingProxyType(
+            {row["gpu"]: MappingProxyType(row) for row in rows}
+        )
         partition = self.lake.segment_path("gpu_samples", self.host).parent
         if repaired := repair_merges(partition):
             log.info("finished %d merge(s) a previous agent left half done", repaired)
@@ -188,6 +199,7 @@ class NvmlSampler:
     def tick(self) -> None:
         """Read every GPU once; write a segment when a second has passed."""
         assert self._source is not None, "open() first"
+        rows: list[Mapping[str, Any]] = []
         for g in list(self.gpus):
             t = time.perf_counter_ns()
             ts = time.time_ns()
@@ -205,6 +217,9 @@ class NvmlSampler:
                 sample_cost_ns=time.perf_counter_ns() - t,
             )
             self._rows.append(row)
+            rows.append(MappingProxyType(row))
+        if rows:  # one reference swap: a scrape sees the whole tick or the one before
+            self.latest = TickSnapshot(time.time_ns(), tuple(rows))
         if time.monotonic_ns() - self._last_flush_ns >= FLUSH_EVERY_NS:
             self.flush()
 
@@ -264,6 +279,10 @@ def _open_sampler(args: argparse.Namespace) -> NvmlSampler:
         source = ReplaySource(args.replay, gpus=args.gpus, loop=args.loop, keep_time=args.keep_time)
     elif args.loop or args.keep_time:
         raise DashError("--loop and --keep-time need --replay")
+    if args.keep_time and args.prometheus_port is not None:
+        raise PrometheusError(
+            "--keep-time writes the recording at once: there is no newest tick to serve"
+        )
     sampler = NvmlSampler(
         args.data,
         interval_s=MIN_INTERVAL_S if args.keep_time else args.interval,
@@ -279,6 +298,9 @@ def _open_sampler(args: argparse.Namespace) -> NvmlSampler:
 def _sample(sampler: NvmlSampler, args: argparse.Namespace) -> Result:
     """Sample until the duration, the end of the replay, SIGTERM or Ctrl-C; what was written."""
     sampled = list(sampler.gpus)
+    if args.prometheus_port is not None:
+        port = serve(sampler, args.prometheus_address, args.prometheus_port)
+        log.info("serving /metrics on http://%s:%d/metrics", args.prometheus_address, port)
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         sampler.request_stop()
@@ -332,6 +354,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--loop", action="store_true", help="replay: start again at the end")
     ap.add_argument(
         "--keep-time", action="store_true", help="replay: keep the recorded times and write at once"
+    )
+    ap.add_argument(
+        "--prometheus-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="serve the newest sample of every GPU on http://ADDRESS:PORT/metrics in "
+        "dcgm-exporter's names (0: any free port, logged)",
+    )
+    ap.add_argument(
+        "--prometheus-address",
+        default="127.0.0.1",
+        metavar="ADDRESS",
+        help="address /metrics listens on (default 127.0.0.1; 0.0.0.0 for every interface)",
     )
     add_json_flag(ap)
     args = parse_command(ap, argv)

@@ -68,6 +68,11 @@ def file_error(e: OSError, path: object) -> OSError:
     return OSError(e.errno, e.strerror or str(e), str(path))
 
 
+class PrometheusError(DashError):
+    """A Prometheus endpoint that cannot be served (the agent's /metrics) or queried (a
+    Prometheus server the dashboard reads), or an answer that is not what the API returns."""
+
+
 def error_text(e: BaseException) -> str:
     """What a command says about an error it reports, on one line (a file error names the
     file; a line break or control character inside, from a file name say, is escaped)."""

@@ -8,6 +8,7 @@ with the documented columns, empty when there is no data.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -87,12 +88,18 @@ def inventory(store: Store) -> pd.DataFrame:
     )
 
 
-def samples(store: Store, start_ns: int, end_ns: int) -> pd.DataFrame:
-    """Raw samples with start_ns <= ts_ns < end_ns: the gpu_samples columns, by host, gpu, time."""
+def samples(
+    store: Store, start_ns: int, end_ns: int, hosts: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """Raw samples with start_ns <= ts_ns < end_ns (on `hosts`, when given): the gpu_samples
+    columns, by host, gpu, time."""
+    where = "ts_ns >= ? AND ts_ns < ?"
+    params: list[Any] = [start_ns, end_ns]
+    if hosts:
+        where += f" AND host IN ({', '.join('?' * len(hosts))})"
+        params += list(hosts)
     return _query(
-        store,
-        "SELECT * FROM gpu_samples WHERE ts_ns >= ? AND ts_ns < ? ORDER BY host, gpu, ts_ns",
-        [start_ns, end_ns],
+        store, f"SELECT * FROM gpu_samples WHERE {where} ORDER BY host, gpu, ts_ns", params
     )
 
 
@@ -132,23 +139,14 @@ def run_window(store: Store, run_id: str) -> tuple[int, int] | None:
     return int(row["s"]), int(row["e"])
 
 
-def run_samples(store: Store, run_id: str, pad_ns: int = 1_000_000_000) -> pd.DataFrame:
-    """Raw samples during a trace run, widened by pad_ns on both sides (a sample describes
-    the period before it), on the hosts the trace names (all hosts when it names none):
-    the gpu_samples columns. Empty when the run has no Unix time base or no telemetry."""
-    window = run_window(store, run_id)
-    if window is None:
-        return samples(store, 0, 0)
-    hosts = _query(
-        store,
-        "SELECT DISTINCT host_name FROM ranks WHERE run_id = ? AND host_name IS NOT NULL",
-        [run_id],
-    )["host_name"].tolist()
-    where = "ts_ns >= ? AND ts_ns < ?"
-    params: list[Any] = [window[0] - pad_ns, window[1] + pad_ns]
-    if hosts:
-        where += f" AND host IN ({', '.join('?' * len(hosts))})"
-        params += hosts
-    return _query(
-        store, f"SELECT * FROM gpu_samples WHERE {where} ORDER BY host, gpu, ts_ns", params
-    )
+def run_hosts(store: Store, run_id: str) -> list[str]:
+    """The host names a trace run's ranks carry (empty when the trace names none)."""
+    return [
+        str(h)
+        for h in _query(
+            store,
+            "SELECT DISTINCT host_name FROM ranks WHERE run_id = ? AND host_name IS NOT NULL "
+            "ORDER BY host_name",
+            [run_id],
+        )["host_name"]
+    ]

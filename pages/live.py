@@ -1,4 +1,9 @@
-"""Live GPUs: every GPU's NVML/GPM telemetry, refreshing, with alerts and a run's window."""
+"""Live GPUs: every GPU's NVML/GPM telemetry, refreshing, with alerts and a run's window.
+
+Samples come from the store's lake or from a Prometheus server (the sidebar's URL, else
+$DASH_PROMETHEUS_URL; data.telemetry_source). Host and GPU names may come from a Prometheus
+label, someone else's text: they are escaped wherever Markdown would render them.
+"""
 
 import time
 
@@ -8,7 +13,9 @@ import streamlit as st
 from analysis.figures.telemetry import RUN_PANELS, gpu_panels
 from analysis.telemetry import alerts, clock_reasons
 from data import reads_telemetry as rt
-from pages._ui import fmt_bytes, md, run_labels, store
+from data.errors import DashError
+from data.telemetry_source import open_telemetry, prometheus_url_from_env, run_samples
+from pages._ui import fmt_bytes, md, run_labels, show_error, store
 
 WINDOWS = {"1 min": 60, "5 min": 300, "15 min": 900, "1 h": 3600, "6 h": 21600, "24 h": 86400}
 REFRESH = {"1 s": "1s", "5 s": "5s", "off": None}
@@ -18,17 +25,27 @@ ICONS = {"throttling": "🌡️", "memory": "💾", "utilization-trap": "🪤"}
 
 s = store()
 st.title("Live GPUs")
-if rt.gpus(s).empty:
+url = st.sidebar.text_input(
+    "Prometheus URL",
+    value=prometheus_url_from_env() or "",
+    help="Read telemetry from this Prometheus server (agents run with --prometheus-port, or "
+    "a cluster's dcgm-exporter) instead of the store. Empty: the store.",
+)
+try:
+    src = open_telemetry(s, url)
+    all_gpus = src.gpus()
+except DashError as e:
+    show_error(e)
+if all_gpus.empty:
     st.info(
-        "No GPU telemetry yet. Start `python -m collectors.nvml` on each GPU node, or "
-        "`python -m collectors.nvml --replay CSV --loop` to play back a recording."
+        f"No GPU telemetry yet in {src.label}. Start `python -m collectors.nvml` on each GPU "
+        "node, or `python -m collectors.nvml --replay CSV --loop` to play back a recording."
     )
     st.stop()
 
 c = st.columns([1, 1, 3])
 window_s = WINDOWS[c[0].selectbox("Window", list(WINDOWS), index=1)]
 refresh = REFRESH[c[1].selectbox("Refresh", list(REFRESH))]
-all_gpus = rt.gpus(s)
 labels = [f"{h}:{g}" for h, g in zip(all_gpus["host"], all_gpus["gpu"], strict=True)]
 chosen = c[2].multiselect("GPUs", labels, default=labels[:8])
 
@@ -72,7 +89,14 @@ def gpu_metrics(row: pd.Series, inv: pd.Series) -> None:
 
 @st.fragment(run_every=refresh)
 def live() -> None:
-    gpus = rt.gpus(s)
+    try:
+        window(src.gpus())
+    except DashError as e:  # Prometheus went away between two refreshes
+        st.error(md(str(e)), icon="🚫")
+
+
+def window(gpus: pd.DataFrame) -> None:
+    """The chosen GPUs' newest samples, alerts and charts over the chosen window."""
     gpus = gpus[[f"{h}:{g}" in chosen for h, g in zip(gpus["host"], gpus["gpu"], strict=True)]]
     if gpus.empty:
         st.info("Pick at least one GPU.")
@@ -81,10 +105,10 @@ def live() -> None:
     # with recorded times still shows its data.
     end = int(gpus["last_ns"].max()) + 1
     start = end - window_s * 10**9
-    frame = rt.bucketed(s, start, end, max(10**9, window_s * 10**9 // POINTS_PER_LINE))
+    frame = src.bucketed(start, end, max(10**9, window_s * 10**9 // POINTS_PER_LINE))
     keys = set(zip(gpus["host"], gpus["gpu"], strict=True))
     frame = frame[[k in keys for k in zip(frame["host"], frame["gpu"], strict=True)]]
-    recent = rt.samples(s, end - ALERT_WINDOW_NS, end)
+    recent = src.samples(end - ALERT_WINDOW_NS, end)
     recent = recent[[k in keys for k in zip(recent["host"], recent["gpu"], strict=True)]]
     if (gpus["source"] == "replay").any():
         st.warning(
@@ -94,7 +118,7 @@ def live() -> None:
         )
     age_s = (time.time_ns() - end) / 1e9
     st.caption(
-        f"{len(gpus)} GPU(s) · newest sample {age_s:,.0f} s ago · "
+        f"{len(gpus)} GPU(s) from {md(src.label)} · newest sample {age_s:,.0f} s ago · "
         f"{int(frame['samples'].sum()):,} samples in the window"
     )
     for a in alerts(recent, gpus):
@@ -129,15 +153,19 @@ if runs.empty:
 else:
     labels = run_labels(runs)
     run_id = st.selectbox("Run", list(labels), format_func=labels.__getitem__)
-    window = rt.run_window(s, run_id)
-    during = rt.run_samples(s, run_id)
-    if window is None:
+    run_span = rt.run_window(s, run_id)
+    try:
+        during = run_samples(src, s, run_id)
+    except DashError as e:
+        show_error(e)
+    if run_span is None:
         st.caption("This trace has no Unix time base (baseTimeNanoseconds).")
     elif during.empty:
-        st.caption("No telemetry was recorded during this run (±1 s).")
+        st.caption(f"No telemetry in {md(src.label)} during this run (±1 s).")
     else:
         st.caption(
             f"{len(during)} samples from {during['ts_ns'].min()} to "
-            f"{during['ts_ns'].max()} (Unix ns); the trace spans {window[0]}–{window[1]}"
+            f"{during['ts_ns'].max()} (Unix ns) in {md(src.label)}; the trace spans "
+            f"{run_span[0]}–{run_span[1]}"
         )
         st.plotly_chart(gpu_panels(during, RUN_PANELS), width="stretch")

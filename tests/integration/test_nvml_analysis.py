@@ -26,6 +26,7 @@ from collectors.nvml import NvmlSampler
 from collectors.nvml_source import ReplaySource, read_recording
 from data import reads_telemetry as rt
 from data.store import Store
+from data.telemetry_source import LakeTelemetry, run_samples
 
 PHASES = REPO / "data" / "samples" / "nvml_phases_h200.csv"
 
@@ -130,11 +131,12 @@ def test_a_trace_run_gets_the_telemetry_of_its_window(tmp_path: Path) -> None:
     other.close()
     store = Store(tmp_path)
     start, end = rt.run_window(store, run_id) or (0, 0)
-    during = rt.run_samples(store, run_id)
+    lake = LakeTelemetry(store)
+    during = run_samples(lake, store, run_id)
     recorded = pd.read_csv(SAMPLES / "gpt_train_bf16.nvml.csv")
     assert set(during["ts_ns"]) == set(recorded["ts_ns"])
     assert during["ts_ns"].between(start - 10**9, end + 10**9).all()
-    assert rt.run_samples(store, run_id, pad_ns=0)["ts_ns"].between(start, end).all()
+    assert run_samples(lake, store, run_id, pad_ns=0)["ts_ns"].between(start, end).all()
 
 
 TWO_GPUS = REPO / "data" / "samples" / "nvml_phases_2xh200.csv"

@@ -55,6 +55,7 @@ def test_live_page_labels_replayed_data_and_flags_the_trap(store_dir: Path) -> N
     assert not at.error
     warnings = [shown(w.value) for w in at.warning]
     assert any(w.startswith("Replayed data") for w in warnings)
+    # Host and GPU names are escaped for Markdown (they may come from a Prometheus label).
     trap = [w for w in warnings if "node-b:0" in w and "utilization-trap" in w]
     assert len(trap) == 1
     assert "PCIe copy" in trap[0]
