@@ -9,6 +9,9 @@ PAGES = [
     st.Page("pages/upload.py", title="Upload", icon=":material/upload:", url_path="upload"),
     st.Page("pages/overview.py", title="Overview", icon=":material/speed:", url_path="overview"),
     st.Page(
+        "pages/operators.py", title="Operators", icon=":material/functions:", url_path="operators"
+    ),
+    st.Page(
         "pages/roofline.py", title="Roofline", icon=":material/show_chart:", url_path="roofline"
     ),
     st.Page(

@@ -19,6 +19,7 @@ from analysis.timeline import MAX_SHAPES, bucket_plan
 from data import (
     reads,
     reads_host,
+    reads_ops,
     reads_recommend,
     reads_roofline,
     reads_telemetry,
@@ -176,6 +177,12 @@ def load_evidence(store: Store, run_id: str, shaped: tuple[str, ...] = ()) -> Ru
     return RunEvidence(
         load_run(store, run_id), load_host(store, run_id, shaped), load_telemetry(store, run_id)
     )
+
+
+def load_cpu_slices(store: Store, run_id: str) -> pd.DataFrame:
+    """Every CPU slice of the run: ops, CPU annotations, nn.Module ranges
+    (data.reads_ops.cpu_slices)."""
+    return reads_ops.cpu_slices(store, run_id)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,95 @@
+"""The exploring views in Chromium on real traces (an H200 run, a foreign H100 run, a
+with_stack run): names and values read back from the page, checked against the raw JSON
+counted with the standard library (tests/helpers/raw_ops.py)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.browser import dashboard, grid_header, grid_rows, launch, settle
+from helpers.paths import TEST_DATA, fixture
+from helpers.raw_ops import raw_ops
+from playwright import sync_api as playwright
+
+from collectors.ingest import ingest
+
+pytestmark = pytest.mark.browser
+NAIVE = fixture("h200/train_gpt2_fp32_naive.pt.trace.json.gz")
+BERT = fixture("foreign/tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz")
+STACK = TEST_DATA / "validation_h200/attention-gpt2-after-stack.pt.trace.json.gz"
+ROW_PX = 35  # st.dataframe's row (and header) height
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[Path, str]]:
+    d = tmp_path_factory.mktemp("explore-store")
+    ids = {p: ingest([p], data_dir=d) for p in (NAIVE, BERT, STACK)}
+    (d / ".demo-ingested").touch()
+    return d, ids
+
+
+@pytest.fixture(scope="module")
+def server(store: tuple[Path, dict[Path, str]]) -> Iterator[str]:
+    with dashboard(store[0]) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with playwright.sync_playwright() as p:
+        b = launch(p)
+        yield b
+        b.close()
+
+
+def open_page(browser: Any, url: str) -> Any:
+    page = browser.new_page(viewport={"width": 2200, "height": 1200})
+    page.goto(url)
+    settle(page)
+    assert page.get_by_test_id("stException").count() == 0
+    return page
+
+
+def canon(dims: str) -> str:
+    return json.dumps(json.loads(dims)) if dims else ""
+
+
+@pytest.mark.parametrize("trace", [NAIVE, BERT], ids=["h200-naive", "h100-bert"])
+def test_operators_show_the_raw_traces_ops(
+    server: str, store: tuple[Path, dict[Path, str]], browser: Any, trace: Path
+) -> None:
+    page = open_page(browser, f"{server}/operators?run={store[1][trace]}")
+    header = grid_header(page)
+    rows = [dict(zip(header, r, strict=False)) for r in grid_rows(page)]
+    raw = raw_ops(trace)
+    top = sorted(raw.gpu_ns, key=lambda k: -raw.gpu_ns[k])[:3]
+    for want, row in zip(top, rows, strict=False):
+        assert (row["op"], canon(row["input shapes"])) == (want[0], canon(want[1]))
+        assert int(row["calls"]) == raw.calls[want]
+        assert float(row["GPU (ms)"]) == pytest.approx(raw.gpu_ns[want] / 1e6, abs=1e-5)
+        assert float(row["CPU self (ms)"]) == pytest.approx(raw.cpu_self_ns[want] / 1e6, abs=1e-5)
+    # selecting the first row lists the kernels those calls launched
+    grid = page.get_by_test_id("stDataFrame").first.bounding_box()
+    page.mouse.click(grid["x"] + 18, grid["y"] + ROW_PX * 1.5)
+    page.get_by_text("Kernels launched").wait_for(timeout=60_000)
+    settle(page)
+    kernels = {r[0]: int(r[3]) for r in grid_rows(page, 1)}
+    assert kernels == dict(raw.kernels[top[0]])
+    page.close()
+
+
+def test_operators_group_by_module(
+    server: str, store: tuple[Path, dict[Path, str]], browser: Any
+) -> None:
+    page = open_page(browser, f"{server}/operators?run={store[1][STACK]}")
+    page.get_by_text("module", exact=True).click()
+    settle(page)
+    header = grid_header(page)
+    scopes = {r[0]: dict(zip(header, r, strict=False)) for r in grid_rows(page)}
+    assert "GPT2Attention" in scopes
+    assert "GPT2Attention (backward)" in scopes
+    page.close()
