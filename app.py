@@ -11,6 +11,7 @@ PAGES = [
     st.Page(
         "pages/operators.py", title="Operators", icon=":material/functions:", url_path="operators"
     ),
+    st.Page("pages/kernels.py", title="Kernels", icon=":material/memory_alt:", url_path="kernels"),
     st.Page(
         "pages/roofline.py", title="Roofline", icon=":material/show_chart:", url_path="roofline"
     ),

@@ -19,6 +19,7 @@ from analysis.timeline import MAX_SHAPES, bucket_plan
 from data import (
     reads,
     reads_host,
+    reads_kernels,
     reads_ops,
     reads_recommend,
     reads_roofline,
@@ -183,6 +184,12 @@ def load_cpu_slices(store: Store, run_id: str) -> pd.DataFrame:
     """Every CPU slice of the run: ops, CPU annotations, nn.Module ranges
     (data.reads_ops.cpu_slices)."""
     return reads_ops.cpu_slices(store, run_id)
+
+
+def load_launch_configs(store: Store, run_id: str) -> pd.DataFrame:
+    """Each kernel name's most frequent grid and block, registers, shared memory and
+    occupancy (data.reads_kernels.launch_configs)."""
+    return reads_kernels.launch_configs(store, run_id)
 
 
 @dataclass(frozen=True)

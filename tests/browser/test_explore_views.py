@@ -93,3 +93,22 @@ def test_operators_group_by_module(
     assert "GPT2Attention" in scopes
     assert "GPT2Attention (backward)" in scopes
     page.close()
+
+
+@pytest.mark.parametrize("trace", [NAIVE, BERT], ids=["h200-naive", "h100-bert"])
+def test_kernels_show_the_raw_traces_kernels(
+    server: str, store: tuple[Path, dict[Path, str]], browser: Any, trace: Path
+) -> None:
+    page = open_page(browser, f"{server}/kernels?run={store[1][trace]}")
+    raw = raw_ops(trace)
+    metrics = page.get_by_test_id("stMetricValue").all_inner_texts()
+    assert metrics[0] == f"{len(raw.kernel_ns):,}"
+    assert metrics[1] == f"{sum(len(d) for d in raw.kernel_ns.values()):,}"
+    header = grid_header(page, 1)
+    rows = [dict(zip(header, r, strict=False)) for r in grid_rows(page, 1)]
+    by_time = sorted(raw.kernel_ns, key=lambda n: -sum(raw.kernel_ns[n]))
+    for name, row in zip(by_time[:5], rows, strict=False):
+        assert row["kernel"] == name
+        assert int(row["calls"]) == len(raw.kernel_ns[name])
+        assert float(row["total (ms)"]) == pytest.approx(sum(raw.kernel_ns[name]) / 1e6)
+    page.close()

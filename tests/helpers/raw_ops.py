@@ -43,6 +43,10 @@ class RawOps:
     # kernel name -> (count, total ns) of the GPU activities launched per op key
     kernels: dict[tuple[str, str], Counter[str]] = field(default_factory=dict)
     kernel_ns: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    # kernel name -> launches per (grid, block) as the store writes them ('[x, y, z]')
+    kernel_configs: dict[str, Counter[tuple[str, str]]] = field(
+        default_factory=lambda: defaultdict(Counter)
+    )
 
 
 def dims_key(dims: Any) -> str:
@@ -98,6 +102,8 @@ def raw_ops(path: Path) -> RawOps:
         args = e.get("args") or {}
         if e.get("cat") in KERNEL_CATS:
             out.kernel_ns[str(e["name"])].append(_ns(e["dur"]))
+            config = (dims_key(args.get("grid")), dims_key(args.get("block")))
+            out.kernel_configs[str(e["name"])][config] += 1
         ext = args.get("External id")
         if ext is None or int(ext) not in by_ext:
             ext = launch_ext.get(args.get("correlation"))
