@@ -18,6 +18,7 @@ PAGES = [
     st.Page(
         "pages/bandwidth.py", title="HBM bandwidth", icon=":material/memory:", url_path="bandwidth"
     ),
+    st.Page("pages/memory.py", title="Memory", icon=":material/storage:", url_path="memory"),
     st.Page("pages/live.py", title="Live GPUs", icon=":material/monitor_heart:", url_path="live"),
     st.Page(
         "pages/breakdown.py", title="Breakdown", icon=":material/donut_large:", url_path="breakdown"

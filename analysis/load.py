@@ -20,6 +20,7 @@ from data import (
     reads,
     reads_host,
     reads_kernels,
+    reads_memory,
     reads_ops,
     reads_recommend,
     reads_roofline,
@@ -190,6 +191,50 @@ def load_launch_configs(store: Store, run_id: str) -> pd.DataFrame:
     """Each kernel name's most frequent grid and block, registers, shared memory and
     occupancy (data.reads_kernels.launch_configs)."""
     return reads_kernels.launch_configs(store, run_id)
+
+
+@dataclass(frozen=True)
+class RunMemory:
+    """The allocator's events of a run: `devices` (data.reads_memory.memory_devices) and
+    `series`, allocated and reserved bytes per device in buckets of `bucket_ns` from
+    `t0_ns` (data.reads_memory.memory_series)."""
+
+    devices: pd.DataFrame
+    series: pd.DataFrame
+    t0_ns: int
+    bucket_ns: int
+
+
+def load_memory(store: Store, run_id: str, max_points: int) -> RunMemory:
+    """Each device's allocator summary and its curves, at most `max_points` per device."""
+    devices = reads_memory.memory_devices(store, run_id)
+    if devices.empty:
+        return RunMemory(devices, devices.iloc[0:0], 0, 1)
+    t0, t1 = int(devices["first_ns"].min()), int(devices["last_ns"].max())
+    bucket = max(1, -(-(t1 - t0 + 1) // max_points))
+    return RunMemory(devices, reads_memory.memory_series(store, run_id, t0, bucket), t0, bucket)
+
+
+@dataclass(frozen=True)
+class MemoryPeak:
+    """What holds one device's memory at `t_ns`: `alive` (data.reads_memory.alive_at, the
+    live allocations by the op that made them) and `stack` (data.reads_memory.stack_at, the
+    CPU slices open at that moment)."""
+
+    t_ns: int
+    alive: pd.DataFrame
+    stack: pd.DataFrame
+
+
+def load_memory_peak(
+    store: Store, run_id: str, rank: int, device_type: int, device_id: int, t_ns: int
+) -> MemoryPeak:
+    """The allocations alive on one device at t_ns and the ops running then."""
+    return MemoryPeak(
+        t_ns,
+        reads_memory.alive_at(store, run_id, rank, device_type, device_id, t_ns),
+        reads_memory.stack_at(store, run_id, rank, t_ns),
+    )
 
 
 @dataclass(frozen=True)

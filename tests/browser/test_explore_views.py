@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from helpers.browser import dashboard, grid_header, grid_rows, launch, settle
 from helpers.paths import TEST_DATA, fixture
-from helpers.raw_ops import raw_ops
+from helpers.raw_ops import raw_memory, raw_ops
 from playwright import sync_api as playwright
 
 from collectors.ingest import ingest
@@ -111,4 +111,23 @@ def test_kernels_show_the_raw_traces_kernels(
         assert row["kernel"] == name
         assert int(row["calls"]) == len(raw.kernel_ns[name])
         assert float(row["total (ms)"]) == pytest.approx(sum(raw.kernel_ns[name]) / 1e6)
+    page.close()
+
+
+@pytest.mark.parametrize("trace", [NAIVE, BERT], ids=["h200-naive", "h100-bert"])
+def test_memory_shows_the_peak_and_its_owners(
+    server: str, store: tuple[Path, dict[Path, str]], browser: Any, trace: Path
+) -> None:
+    page = open_page(browser, f"{server}/memory?run={store[1][trace]}")
+    raw = raw_memory(trace)
+    metrics = page.get_by_test_id("stMetricValue").all_inner_texts()
+    number, unit = metrics[0].split()
+    scale = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30}[unit]
+    assert float(number.replace(",", "")) == pytest.approx(raw.peak_allocated / scale, abs=0.05)
+    assert page.locator(".js-plotly-plot").count() == 1
+    header = grid_header(page, 0)
+    rows = [dict(zip(header, r, strict=False)) for r in grid_rows(page, 0)]
+    top_op, top_bytes = raw.alive_by_op.most_common(1)[0]
+    assert rows[0]["allocated by op"] == (top_op or "")
+    assert float(rows[0]["live (GiB)"]) == pytest.approx(top_bytes / 2**30)
     page.close()

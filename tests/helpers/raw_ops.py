@@ -7,6 +7,7 @@ against these numbers.
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -113,3 +114,66 @@ def raw_ops(path: Path) -> RawOps:
         out.gpu_ns[key] += _ns(e["dur"])
         out.kernels.setdefault(key, Counter())[str(e["name"])] += 1
     return out
+
+
+@dataclass
+class RawMemory:
+    """One device's allocator events ('[memory]' instant events) counted from the raw JSON."""
+
+    allocations: int
+    frees: int
+    first_ns: int  # the first allocator event of any device
+    peak_allocated: int
+    peak_ns: int  # first event at the allocated peak
+    peak_reserved: int
+    # the allocations alive at peak_ns by the innermost op around them (aten::empty* skipped)
+    alive_by_op: Counter[str | None]
+
+
+def raw_memory(path: Path, device_type: int = 1, device_id: int = 0) -> RawMemory:
+    events = [e for e in trace_events(load_trace_json(path)) if isinstance(e, dict)]
+    every = [e for e in events if e.get("name") == "[memory]"]
+    mem = [
+        e
+        for e in every
+        if (e.get("args") or {}).get("Device Type") == device_type
+        and (e.get("args") or {}).get("Device Id") == device_id
+    ]
+    mem.sort(key=lambda e: _ns(e["ts"]))
+    peak = max(mem, key=lambda e: e["args"]["Total Allocated"])
+    top = peak["args"]["Total Allocated"]
+    peak_ns = min(_ns(e["ts"]) for e in mem if e["args"]["Total Allocated"] == top)
+    live: dict[int, tuple[int, int]] = {}  # addr -> (ts, bytes) of its open allocation
+    for e in sorted(mem, key=lambda e: (_ns(e["ts"]), e["args"]["Bytes"])):
+        if _ns(e["ts"]) > peak_ns:
+            break
+        addr, size = e["args"]["Addr"], e["args"]["Bytes"]
+        if size > 0:
+            live[addr] = (_ns(e["ts"]), size)
+        else:
+            live.pop(addr, None)
+    ops = [
+        (_ns(e["ts"]), _ns(e["ts"]) + max(_ns(e["dur"]), 1), str(e["name"]))
+        for e in events
+        if e.get("ph") == "X"
+        and e.get("cat") in CPU_OP_CATS
+        and not str(e["name"]).startswith(("ProfilerStep#", "aten::empty"))
+    ]
+    ops.sort()
+    starts = [o[0] for o in ops]
+    by_op: Counter[str | None] = Counter()
+    for ts, size in live.values():
+        # the latest-starting op that contains ts: walk back from the last start <= ts
+        i = bisect.bisect_right(starts, ts) - 1
+        while i >= 0 and not ops[i][1] > ts:
+            i -= 1
+        by_op[ops[i][2] if i >= 0 else None] += size
+    return RawMemory(
+        allocations=sum(1 for e in mem if e["args"]["Bytes"] > 0),
+        frees=sum(1 for e in mem if e["args"]["Bytes"] < 0),
+        first_ns=min(_ns(e["ts"]) for e in every),
+        peak_allocated=peak["args"]["Total Allocated"],
+        peak_ns=peak_ns,
+        peak_reserved=max(e["args"]["Total Reserved"] for e in mem),
+        alive_by_op=by_op,
+    )
