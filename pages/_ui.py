@@ -12,8 +12,9 @@ import contextlib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
+import pandas as pd
 import streamlit as st
 
 from analysis.facts import Facts, gather
@@ -118,6 +119,19 @@ def show_error(e: DashError) -> NoReturn:
     st.stop()
 
 
+def fmt_time_ns(unix_ns: float | None) -> str:
+    """A Unix-ns time as a date and time in UTC, or an em dash."""
+    if unix_ns is None or unix_ns != unix_ns:
+        return "—"
+    return pd.Timestamp(int(unix_ns), unit="ns", tz="UTC").strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def run_label(run: Mapping[str, Any]) -> str:
+    """How a pickers names a run: 'name · ingested 2026-12-01 12:22 · id'."""
+    when = pd.Timestamp(int(run["ingested_at_ns"]), unit="ns", tz="UTC").strftime("%Y-%m-%d %H:%M")
+    return f"{run['name']} · ingested {when} UTC · {run['run_id']}"
+
+
 def selected_run(s: Store) -> str | None:
     """The run picked in the sidebar (remembered in the URL as ?run=…), or None."""
     runs = s.runs()
@@ -125,9 +139,7 @@ def selected_run(s: Store) -> str | None:
         st.info("No runs yet. Upload a torch.profiler trace on the Upload page.")
         return None
     ids = runs["run_id"].tolist()
-    labels = dict(
-        zip(ids, (f"{n} · {i}" for n, i in zip(runs["name"], ids, strict=True)), strict=True)
-    )
+    labels = {r["run_id"]: run_label(r) for _, r in runs.iterrows()}
     wanted = st.session_state.get("run") or st.query_params.get("run")
     index = ids.index(wanted) if wanted in ids else 0
     run_id: str = st.sidebar.selectbox("Run", ids, index=index, format_func=labels.__getitem__)

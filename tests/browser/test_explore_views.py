@@ -131,3 +131,24 @@ def test_memory_shows_the_peak_and_its_owners(
     assert rows[0]["allocated by op"] == (top_op or "")
     assert float(rows[0]["live (GiB)"]) == pytest.approx(top_bytes / 2**30)
     page.close()
+
+
+def test_compare_says_why_the_pair_and_how_it_differs(
+    server: str, store: tuple[Path, dict[Path, str]], browser: Any
+) -> None:
+    from analysis.compare import compare_runs
+    from data.store import Store
+
+    # no two runs share a name: the two newest, BERT (H100, inference) and the H200 run
+    page = open_page(browser, f"{server}/compare")
+    c = compare_runs(Store(store[0]), store[1][BERT], store[1][STACK])
+    assert page.get_by_text("no two runs share a name").count() == 1
+    alerts = page.get_by_test_id("stAlert").all_inner_texts()
+    for difference in c.differences:
+        assert any(difference in a for a in alerts), difference
+    assert any("Different devices" in a for a in alerts)
+    labels = [t.strip() for t in page.get_by_test_id("stMetric").all_inner_texts()]
+    assert [t.splitlines()[0] for t in labels[:3]] == ["Step time", "Tokens/s", "MFU"]
+    # Streamlit's Markdown draws "->" as an arrow
+    assert page.get_by_text(c.verdict.replace("->", "→")).count() == 1
+    page.close()
