@@ -32,3 +32,8 @@ def fmt_sig(v: Any) -> str:
 def clip(text: str, n: int | None) -> str:
     """Text cut to n characters with an ellipsis (None: whole)."""
     return text if n is None or len(text) <= n else text[: n - 1] + "…"
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """'1 run', '3 runs' ('1 GPU activity', '2 GPU activities' with `many`)."""
+    return f"{n:,} {word if n == 1 else many or word + 's'}"

@@ -157,6 +157,20 @@ def require_run() -> tuple[Store, str]:
     return s, run_id
 
 
+# Unit suffixes of the frames' column names (units in names, house style) as table headers.
+_UNITS = (("_ms_per_step", " (ms per step)"), ("_ms", " (ms)"), ("_us", " (µs)"),
+          ("_ns", " (ns)"), ("_pct", " (%)"), ("_bytes", " (bytes)"), ("_gbps", " (GB/s)"),
+          ("_tflops", " (TFLOP/s)"))  # fmt: skip
+
+
+def human_name(column: str) -> str:
+    """A frame's column name as a table header: 'idle_wait_ms' -> 'idle wait (ms)'."""
+    for suffix, unit in _UNITS:
+        if column.endswith(suffix):
+            return column.removesuffix(suffix).replace("_", " ") + unit
+    return column.replace("_", " ")
+
+
 def fmt_ms(v: float | None) -> str:
     """Milliseconds with sensible precision, or an em dash."""
     if v is None:

@@ -143,10 +143,10 @@ st.dataframe(
     width="stretch",
     column_config={
         "label": st.column_config.TextColumn("metric", width="medium"),
-        "before": st.column_config.NumberColumn(format="%.4g"),
-        "after": st.column_config.NumberColumn(format="%.4g"),
+        "before": st.column_config.NumberColumn(format="localized"),
+        "after": st.column_config.NumberColumn(format="localized"),
         "better": st.column_config.TextColumn("better when"),
-        "delta": st.column_config.NumberColumn("Δ", format="%+.4g"),
+        "delta": st.column_config.NumberColumn("Δ", format="%+.2f"),
         "delta_pct": st.column_config.NumberColumn("Δ %", format="%+.1f"),
     },
 )

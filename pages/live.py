@@ -6,9 +6,9 @@ import pandas as pd
 import streamlit as st
 
 from analysis.figures.telemetry import RUN_PANELS, gpu_panels
-from analysis.telemetry import alerts, clock_reasons
+from analysis.telemetry import age_text, alerts, clock_reasons, freshness, gpu_label
 from data import reads_telemetry as rt
-from pages._ui import fmt_bytes, store
+from pages._ui import fmt_bytes, fmt_time_ns, store
 
 WINDOWS = {"1 min": 60, "5 min": 300, "15 min": 900, "1 h": 3600, "6 h": 21600, "24 h": 86400}
 REFRESH = {"1 s": "1s", "5 s": "5s", "off": None}
@@ -29,7 +29,7 @@ c = st.columns([1, 1, 3])
 window_s = WINDOWS[c[0].selectbox("Window", list(WINDOWS), index=1)]
 refresh = REFRESH[c[1].selectbox("Refresh", list(REFRESH))]
 all_gpus = rt.gpus(s)
-labels = [f"{h}:{g}" for h, g in zip(all_gpus["host"], all_gpus["gpu"], strict=True)]
+labels = [gpu_label(h, g) for h, g in zip(all_gpus["host"], all_gpus["gpu"], strict=True)]
 chosen = c[2].multiselect("GPUs", labels, default=labels[:8])
 
 
@@ -73,7 +73,7 @@ def gpu_metrics(row: pd.Series, inv: pd.Series) -> None:
 @st.fragment(run_every=refresh)
 def live() -> None:
     gpus = rt.gpus(s)
-    gpus = gpus[[f"{h}:{g}" in chosen for h, g in zip(gpus["host"], gpus["gpu"], strict=True)]]
+    gpus = gpus[[gpu_label(h, g) in chosen for h, g in zip(gpus["host"], gpus["gpu"], strict=True)]]
     if gpus.empty:
         st.info("Pick at least one GPU.")
         return
@@ -86,26 +86,41 @@ def live() -> None:
     frame = frame[[k in keys for k in zip(frame["host"], frame["gpu"], strict=True)]]
     recent = rt.samples(s, end - ALERT_WINDOW_NS, end)
     recent = recent[[k in keys for k in zip(recent["host"], recent["gpu"], strict=True)]]
+    live_now, age_s = freshness(end - 1, time.time_ns())
+    newest_at = fmt_time_ns(end - 1)
     if (gpus["source"] == "replay").any():
         st.warning(
             "Replayed data: samples recorded on a real GPU and played back by "
             "`collectors.nvml --replay`, not live telemetry.",
             icon="⏪",
         )
-    age_s = (time.time_ns() - end) / 1e9
+    if live_now:
+        st.success(f"Live · newest sample {age_text(age_s)} ago ({newest_at})", icon="🟢")
+    else:
+        st.warning(
+            f"Not live: the newest sample is {age_text(age_s)} old ({newest_at}); no agent has "
+            f"reported since. The charts show the {window_s // 60} min before it.",
+            icon="⏸️",
+        )
+    gpu_count = len(gpus)
     st.caption(
-        f"{len(gpus)} GPU(s) · newest sample {age_s:,.0f} s ago · "
-        f"{int(frame['samples'].sum()):,} samples in the window"
+        f"{gpu_count} GPU{'s' if gpu_count != 1 else ''} · the window ends at the newest sample "
+        f"({newest_at}) · {int(frame['samples'].sum()):,} samples in it"
     )
     for a in alerts(recent, gpus):
-        st.warning(f"**{a.host}:{a.gpu}** · {a.kind}: {a.message}", icon=ICONS[a.kind])
+        st.warning(
+            f"**{gpu_label(a.host, a.gpu)}** · {a.kind}: {a.message}"
+            + ("" if live_now else f" (as of {newest_at})"),
+            icon=ICONS[a.kind],
+        )
     newest = recent.sort_values("ts_ns").groupby(["host", "gpu"]).tail(1)
     for _, inv in gpus.iterrows():
         row = newest[(newest["host"] == inv["host"]) & (newest["gpu"] == inv["gpu"])]
-        name = inv["name"] if isinstance(inv["name"], str) else "GPU"
+        name = inv["name"] if isinstance(inv["name"], str) else "unknown model"
         st.markdown(
-            f"**{inv['host']}:{inv['gpu']}** · {name}"
+            f"**{gpu_label(inv['host'], inv['gpu'])}** · {name}"
             + (" · _replayed_" if inv["source"] == "replay" else "")
+            + ("" if live_now else f" · _newest sample {fmt_time_ns(inv['last_ns'])}_")
         )
         if len(row):
             gpu_metrics(row.iloc[0], inv)
@@ -116,7 +131,15 @@ def live() -> None:
     }
     st.plotly_chart(gpu_panels(frame, power_limits_w=limits), width="stretch")
     with st.expander("Processes"):
-        st.dataframe(newest[["host", "gpu", "process_count", "processes"]], hide_index=True)
+        st.dataframe(
+            newest[["host", "gpu", "process_count", "processes"]],
+            hide_index=True,
+            column_config={
+                "gpu": st.column_config.NumberColumn("GPU", format="%d"),
+                "process_count": st.column_config.NumberColumn("processes", format="%d"),
+                "processes": st.column_config.TextColumn("[pid, memory used (bytes)]"),
+            },
+        )
 
 
 live()
@@ -136,7 +159,8 @@ else:
         st.caption("No telemetry was recorded during this run (±1 s).")
     else:
         st.caption(
-            f"{len(during)} samples from {during['ts_ns'].min()} to "
-            f"{during['ts_ns'].max()} (Unix ns); the trace spans {window[0]}–{window[1]}"
+            f"{len(during):,} sample{'s' if len(during) != 1 else ''} from "
+            f"{fmt_time_ns(during['ts_ns'].min())} to {fmt_time_ns(during['ts_ns'].max())}; "
+            f"the trace spans {fmt_time_ns(window[0])} to {fmt_time_ns(window[1])}"
         )
         st.plotly_chart(gpu_panels(during, RUN_PANELS), width="stretch")

@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from analysis.report.md import md_escape
 from analysis.rules.catalog import CATALOG
 from analysis.rules.recommend import MINOR_PCT, Recommendation, kernels_behind, recommend
 from analysis.step_model import BASIS
@@ -107,15 +108,26 @@ for i, (r, (top, first)) in enumerate(zip(recs, behind, strict=True), 1):
             ms(r.est_saving_ms),
             f"-{r.est_saving_pct:.1f} % of step",
             delta_color="inverse",
+            delta_arrow="off",  # the sign says it: an arrow beside "-" read as a double minus
         )
-        st.markdown("\n".join(f"- {e}" for e in r.evidence))
+        # Evidence names ops and kernels (`__next__`, templates with `*`): literal text.
+        st.markdown("\n".join(f"- {md_escape(e)}" for e in r.evidence))
         with st.expander("Why this saving"):
-            st.write(r.why)
-            st.caption(f"Detects: {CATALOG[r.id].detects}. Estimate: {CATALOG[r.id].saving}.")
+            st.markdown(md_escape(r.why))
+            st.caption(
+                md_escape(f"Detects: {CATALOG[r.id].detects}. Estimate: {CATALOG[r.id].saving}.")
+            )
         st.code(r.fix, language="python")
         if first is not None:
             with st.expander(f"Kernels and ops behind it ({int(top['count'].sum()):,} kernels)"):
-                st.dataframe(top, hide_index=True)
+                st.dataframe(
+                    top,
+                    hide_index=True,
+                    column_config={
+                        "count": st.column_config.NumberColumn("kernels", format="%d"),
+                        "ms_per_step": st.column_config.NumberColumn("ms per step", format="%.3f"),
+                    },
+                )
                 links = st.columns(2)
                 links[0].page_link(
                     "pages/timeline.py", label="Show the first one in the timeline",

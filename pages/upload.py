@@ -6,6 +6,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from analysis.report.md import md_escape
 from data.errors import DashError
 from pages._ui import run_ingest, store
 
@@ -47,14 +48,19 @@ if st.button("Ingest", type="primary", icon=":material/upload:"):
             run_id = run_ingest(paths, name=name or None, on_progress=progress)
         except DashError as e:
             bar.empty()
-            st.error(str(e), icon="🚫")
+            # The message names the spooled copy; the user knows the file by its own name.
+            st.text(str(e).replace(f"{tmp}/", ""))
+            st.error("The upload was not ingested.", icon="🚫")
             st.stop()
     bar.progress(1.0, text="Ingested")
     summary = s.run_summary(run_id)
+    ranks, bad = int(summary["rank_count"]), int(summary["events_malformed"])
     st.success(
-        f"Run **{summary['name']}** (`{run_id}`): {summary['rank_count']} rank(s), "
-        f"{summary['kernel_count']:,} kernels, {summary['events_total']:,} events"
-        + (f", {summary['events_malformed']:,} malformed" if summary["events_malformed"] else ""),
+        md_escape(
+            f"Run {summary['name']} ({run_id}): {ranks} rank{'s' if ranks != 1 else ''}, "
+            f"{summary['kernel_count']:,} kernels, {summary['events_total']:,} events"
+            + (f", {bad:,} malformed" if bad else "")
+        ),
         icon="✅",
     )
     st.session_state["run"] = run_id

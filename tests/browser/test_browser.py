@@ -6,6 +6,7 @@ demo runs, then uploads a trace through the file input and waits for the new run
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,7 +37,7 @@ def test_upload_through_the_browser_shows_the_new_overview(server: str, tmp_path
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         # First start: the demo runs are ingested, then the Runs page lists them.
         page.goto(server)
-        page.get_by_text("run(s) in").wait_for(timeout=120_000)
+        page.get_by_text(re.compile(r"^\d+ runs? in ")).wait_for(timeout=120_000)
         settle(page)
         assert page.get_by_test_id("stException").count() == 0
 
@@ -72,7 +73,7 @@ def _demo_runs(page: object, server: str, data_dir: Path) -> object:
     from data.store import Store
 
     page.goto(server)  # type: ignore[attr-defined]
-    page.get_by_text("run(s) in").wait_for(timeout=120_000)  # type: ignore[attr-defined]
+    page.get_by_text(re.compile(r"^\d+ runs? in ")).wait_for(timeout=120_000)  # type: ignore[attr-defined]
     return Store(data_dir).runs()
 
 
