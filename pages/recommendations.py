@@ -130,10 +130,11 @@ for i, (r, (top, first)) in enumerate(zip(recs, behind, strict=True), 1):
                 )
                 links = st.columns(2)
                 links[0].page_link(
-                    "pages/timeline.py", label="Show the first one in the timeline",
+                    "pages/timeline.py", label="Show them in the timeline",
                     icon=":material/timeline:",
                     query_params={"run": run_id, "t0_ns": first - 200_000,
-                                  "t1_ns": first + 800_000},
+                                  "t1_ns": first + 800_000, "rec": r.id,
+                                  "highlight": list(dict.fromkeys(top["kernel"]))},
                 )  # fmt: skip
                 links[1].page_link(
                     "pages/roofline.py", label="See these ops on the roofline",

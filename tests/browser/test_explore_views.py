@@ -152,3 +152,61 @@ def test_compare_says_why_the_pair_and_how_it_differs(
     # Streamlit's Markdown draws "->" as an arrow
     assert page.get_by_text(c.verdict.replace("->", "→")).count() == 1
     page.close()
+
+
+def component(page: Any) -> Any:
+    """The timeline component's frame, once it has drawn its first window."""
+    page.frame_locator('iframe[title="pages._timeline_component.timeline"]').locator(
+        "#status"
+    ).wait_for(timeout=60_000)
+    frame = next(f for f in page.frames if "_timeline_component" in f.url)
+    frame.wait_for_function("window.timeline && window.timeline.args !== null", timeout=60_000)
+    return frame
+
+
+def wheel_step(page: Any, frame: Any, x: float, y: float) -> None:
+    """One wheel notch towards the pointer, then wait for the new window's detail."""
+    before = frame.evaluate("window.timeline.timings.length")
+    page.mouse.move(x, y)
+    page.mouse.wheel(0, -500)
+    frame.wait_for_function(f"window.timeline.timings.length > {before}", timeout=60_000)
+
+
+def test_timeline_zooms_in_the_browser_and_links_a_kernel_to_its_launch(
+    server: str, store: tuple[Path, dict[Path, str]], browser: Any
+) -> None:
+    from helpers.raw_ops import raw_link
+    from helpers.raw_trace import raw_rank
+
+    page = open_page(browser, f"{server}/timeline?run={store[1][NAIVE]}")
+    frame = component(page)
+    raw = raw_rank(NAIVE)
+    status = frame.locator("#status").inner_text()
+    assert f"{raw.kernels + raw.memcpy + raw.memset:,} GPU activities" in status
+    lanes = frame.evaluate("window.timeline.lanes.map(l => l.label + ' ' + l.kind)")
+    assert lanes == ["rank 0 · thread 489 cpu", "rank 0 · thread 522 cpu", "rank 0 · stream 7 gpu"]
+    box = frame.locator("canvas").bounding_box()
+    x, y = box["x"] + box["width"] * 0.6, box["y"] + 40
+    span = frame.evaluate("window.timeline.view[1] - window.timeline.view[0]")
+    for _ in range(8):  # each notch keeps exp(-0.75) = 47 % of the window
+        wheel_step(page, frame, x, y)
+    view = frame.evaluate("window.timeline.view")
+    assert view[1] - view[0] < span / 20
+    assert "each drawn" in frame.locator("#status").inner_text()
+    # names are written on the slices wide enough to hold them, and they are the slices'
+    names = frame.locator("#labels li").all_inner_texts()
+    assert names
+    assert set(names) <= set(frame.evaluate("window.timeline.args.names"))
+    # click the widest kernel on screen: its launch call and op are listed below
+    hit = frame.evaluate(
+        """() => { const t = window.timeline;
+             const g = t.hits.filter(h => h[4] === 'gpu').sort((a, b) => b[2] - a[2])[0];
+             return {x: g[0] + g[2] / 2, y: g[1] + g[3] / 2, link: t.args.gpu.link[g[5]]}; }"""
+    )
+    page.mouse.click(box["x"] + hit["x"], box["y"] + hit["y"])
+    page.get_by_text("Selected", exact=True).wait_for(timeout=60_000)
+    settle(page)
+    rows = {r[0]: r[1] for r in grid_rows(page, 0)}
+    want = raw_link(NAIVE, hit["link"])
+    assert rows == {"kernel": want.kernel, "launch": want.launch, "op": want.op}
+    page.close()

@@ -12,6 +12,7 @@ import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -177,3 +178,78 @@ def raw_memory(path: Path, device_type: int = 1, device_id: int = 0) -> RawMemor
         peak_reserved=max(e["args"]["Total Reserved"] for e in mem),
         alive_by_op=by_op,
     )
+
+
+@dataclass
+class RawLink:
+    """A GPU activity's launch call and op, found in the raw JSON by correlation and External
+    id."""
+
+    kernel: str
+    launch: str | None
+    op: str | None
+    op_dims: str
+
+
+def raw_link(path: Path, correlation: int) -> RawLink:
+    events = [e for e in trace_events(load_trace_json(path)) if isinstance(e, dict)]
+    xs = [e for e in events if e.get("ph") == "X"]
+    kernel = next(
+        e for e in xs
+        if e.get("cat") in GPU_CATS and (e.get("args") or {}).get("correlation") == correlation
+    )  # fmt: skip
+    launch = next(
+        (e for e in xs if e.get("cat") in LAUNCH_CATS
+         and (e.get("args") or {}).get("correlation") == correlation),
+        None,
+    )  # fmt: skip
+    ext = (kernel.get("args") or {}).get("External id")
+    if ext is None and launch is not None:
+        ext = (launch.get("args") or {}).get("External id")
+    op = next(
+        (e for e in xs
+         if e.get("cat") in CPU_OP_CATS and (e.get("args") or {}).get("External id") == ext),
+        None,
+    )  # fmt: skip
+    return RawLink(
+        kernel=str(kernel["name"]),
+        launch=None if launch is None else str(launch["name"]),
+        op=None if op is None else str(op["name"]),
+        op_dims="" if op is None else dims_key((op.get("args") or {}).get("Input Dims")),
+    )
+
+
+def raw_name_matches(path: Path, needle: str) -> int:
+    """Slices (GPU activities, CPU ops, annotations, runtime calls, python functions) whose
+    name contains `needle`, any case: what the timeline's search counts."""
+    cats = (*GPU_CATS, *CPU_OP_CATS, *LAUNCH_CATS, "cuda_sync", "user_annotation")
+    events = [e for e in trace_events(load_trace_json(path)) if isinstance(e, dict)]
+    return sum(
+        1
+        for e in events
+        if e.get("ph") == "X" and e.get("cat") in cats and needle.lower() in str(e["name"]).lower()
+    )
+
+
+@cache
+def raw_op_kernels(path: Path) -> dict[int, Counter[str]]:
+    """Per op call (External id), the GPU activities it launched, by name: its External id on
+    the activity, else on the activity's launch call."""
+    events = [e for e in trace_events(load_trace_json(path)) if isinstance(e, dict)]
+    xs = [e for e in events if e.get("ph") == "X"]
+    launch_ext = {
+        (e.get("args") or {}).get("correlation"): (e.get("args") or {}).get("External id")
+        for e in xs
+        if e.get("cat") in LAUNCH_CATS
+    }
+    out: dict[int, Counter[str]] = defaultdict(Counter)
+    for e in xs:
+        if e.get("cat") not in GPU_CATS:
+            continue
+        args = e.get("args") or {}
+        ext = args.get("External id")
+        if ext is None:
+            ext = launch_ext.get(args.get("correlation"))
+        if ext is not None:
+            out[int(ext)][str(e["name"])] += 1
+    return dict(out)
