@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.browser import dashboard, grid_header, grid_rows, launch, settle
+from helpers.browser import component_frame, dashboard, grid_header, grid_rows, launch, settle
 from helpers.paths import TEST_DATA, fixture
 from helpers.raw_ops import raw_memory, raw_ops
 from playwright import sync_api as playwright
@@ -154,16 +154,6 @@ def test_compare_says_why_the_pair_and_how_it_differs(
     page.close()
 
 
-def component(page: Any) -> Any:
-    """The timeline component's frame, once it has drawn its first window."""
-    page.frame_locator('iframe[title="pages._timeline_component.timeline"]').locator(
-        "#status"
-    ).wait_for(timeout=60_000)
-    frame = next(f for f in page.frames if "_timeline_component" in f.url)
-    frame.wait_for_function("window.timeline && window.timeline.args !== null", timeout=60_000)
-    return frame
-
-
 def wheel_step(page: Any, frame: Any, x: float, y: float) -> None:
     """One wheel notch towards the pointer, then wait for the new window's detail."""
     before = frame.evaluate("window.timeline.timings.length")
@@ -179,7 +169,7 @@ def test_timeline_zooms_in_the_browser_and_links_a_kernel_to_its_launch(
     from helpers.raw_trace import raw_rank
 
     page = open_page(browser, f"{server}/timeline?run={store[1][NAIVE]}")
-    frame = component(page)
+    frame = component_frame(page)
     raw = raw_rank(NAIVE)
     status = frame.locator("#status").inner_text()
     assert f"{raw.kernels + raw.memcpy + raw.memset:,} GPU activities" in status

@@ -75,12 +75,42 @@ def launch(p: Any) -> Any:
     return p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
 
 
-def settle(page: Any, timeout_ms: int = 90_000) -> None:
-    """Wait until the script run has finished (not just started)."""
-    page.wait_for_timeout(500)
-    page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for(
-        state="attached", timeout=timeout_ms
+# True when everything the page shows is drawn: the script run has ended, no spinner or
+# placeholder, every
+# Plotly chart on screen has its SVG, every table on screen its canvas (a closed expander's
+# draw when opened) and every timeline component its window.
+RENDERED = """() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (!app || app.dataset.testScriptState !== 'notRunning') return false;
+  if (document.querySelector('[data-testid="stSpinner"]')) return false;
+  const shown = (sel) => [...document.querySelectorAll(sel)].filter((e) => e.checkVisibility());
+  if (shown('[data-testid="stSkeleton"]').length) return false;  // an element not yet sent
+  for (const c of shown('[data-testid="stPlotlyChart"]'))
+    if (!c.querySelector('.main-svg')) return false;
+  for (const d of shown('[data-testid="stDataFrame"]'))
+    if (!d.querySelector('canvas')) return false;
+  for (const f of document.querySelectorAll('iframe[title*="_timeline_component"]'))
+    if (!(f.contentWindow && f.contentWindow.timeline && f.contentWindow.timeline.args))
+      return false;
+  return true;
+}"""
+STABLE_MS = 600  # a first visit reruns once (pages/_ui.py): one finished run is not the end
+
+
+def settle(page: Any, timeout_ms: int = 90_000) -> float:
+    """Wait until the page has been fully drawn for STABLE_MS (a click's rerun has that long
+    to start); returns when that began, in seconds of the page's clock (performance.now(),
+    zero at the navigation's start)."""
+    page.evaluate("window.__since = null")
+    page.wait_for_function(
+        f"""() => {{ const now = performance.now();
+             if (!({RENDERED})()) {{ window.__since = null; return false; }}
+             if (window.__since === null) window.__since = now;
+             return now - window.__since > {STABLE_MS}; }}""",
+        timeout=timeout_ms,
+        polling=50,
     )
+    return float(page.evaluate("window.__since")) / 1e3
 
 
 def grid_rows(page: Any, index: int = 0) -> list[list[str]]:
@@ -100,3 +130,13 @@ def grid_header(page: Any, index: int = 0) -> list[str]:
     grid.locator('[role="columnheader"]').first.wait_for(state="attached", timeout=30_000)
     heads = grid.locator('[role="columnheader"]')
     return list(heads.evaluate_all("hs => hs.map(h => h.textContent)"))
+
+
+def component_frame(page: Any) -> Any:
+    """The timeline component's frame, once it has drawn its first window."""
+    page.frame_locator('iframe[title="pages._timeline_component.timeline"]').locator(
+        "#status"
+    ).wait_for(timeout=60_000)
+    frame = next(f for f in page.frames if "_timeline_component" in f.url)
+    frame.wait_for_function("window.timeline && window.timeline.args !== null", timeout=60_000)
+    return frame
