@@ -97,16 +97,16 @@ RENDERED = """() => {
 STABLE_MS = 600  # a first visit reruns once (pages/_ui.py): one finished run is not the end
 
 
-def settle(page: Any, timeout_ms: int = 90_000) -> float:
-    """Wait until the page has been fully drawn for STABLE_MS (a click's rerun has that long
-    to start); returns when that began, in seconds of the page's clock (performance.now(),
-    zero at the navigation's start)."""
+def settle(page: Any, timeout_ms: int = 90_000, stable_ms: int = STABLE_MS) -> float:
+    """Wait until the page has been fully drawn for `stable_ms` (a click's rerun has that
+    long to start; a page that refreshes itself every second needs less). Returns when that
+    began, in seconds of the page's clock (performance.now(), zero at the navigation)."""
     page.evaluate("window.__since = null")
     page.wait_for_function(
         f"""() => {{ const now = performance.now();
              if (!({RENDERED})()) {{ window.__since = null; return false; }}
              if (window.__since === null) window.__since = now;
-             return now - window.__since > {STABLE_MS}; }}""",
+             return now - window.__since > {stable_ms}; }}""",
         timeout=timeout_ms,
         polling=50,
     )
