@@ -11,11 +11,16 @@ PAGES = [
     st.Page("pages/upload.py", title="Upload", icon=":material/upload:", url_path="upload"),
     st.Page("pages/overview.py", title="Overview", icon=":material/speed:", url_path="overview"),
     st.Page(
+        "pages/operators.py", title="Operators", icon=":material/functions:", url_path="operators"
+    ),
+    st.Page("pages/kernels.py", title="Kernels", icon=":material/memory_alt:", url_path="kernels"),
+    st.Page(
         "pages/roofline.py", title="Roofline", icon=":material/show_chart:", url_path="roofline"
     ),
     st.Page(
         "pages/bandwidth.py", title="HBM bandwidth", icon=":material/memory:", url_path="bandwidth"
     ),
+    st.Page("pages/memory.py", title="Memory", icon=":material/storage:", url_path="memory"),
     st.Page("pages/live.py", title="Live GPUs", icon=":material/monitor_heart:", url_path="live"),
     st.Page(
         "pages/breakdown.py", title="Breakdown", icon=":material/donut_large:", url_path="breakdown"

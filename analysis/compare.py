@@ -15,6 +15,8 @@ in, a `Comparison` out.
   by analysis.kernel_classes, summed, divided by the run's step windows (one per rank and
   step, analysis.breakdown; a rank without ProfilerSteps is one window). So the classes add up
   to the run's GPU time per step and per GPU.
+- **Comparability** (analysis.comparability): how the runs differ (device, model, batch,
+  precision), tokens/s, and MFU against one reference peak for both runs.
 - **Recommendations**, by id: gone (before only), new (after only), kept (both, with each
   side's estimated saving); "unseen" instead of gone when the rule needs op shapes and the
   after run has a work model for less than half its GPU time (CUDA-graph replays carry no
@@ -33,45 +35,37 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.facts import gather
-from analysis.kernel_classes import KERNEL_CLASSES, classify
+from analysis.comparability import (
+    ReferencePeak,
+    RunProfile,
+    differences,
+    reference_peak,
+    run_profile,
+)
+from analysis.compare_deltas import (
+    CLASS_COLUMNS,
+    METRIC_COLUMNS,
+    REC_COLUMNS,
+    REC_STATUSES,
+    class_deltas,
+    class_time,
+    metric_deltas,
+    recommendation_diff,
+    step_windows,
+    verdict,
+)
+from analysis.facts import Facts, gather
 from analysis.load import DEFAULT_DATA_DIR, Store, open_store, resolve
-from analysis.metrics import COMPARE_METRICS
-from analysis.metrics import METRICS as LABELS
 from analysis.report.document import records, report_json
-from analysis.rules.catalog import NEEDS_SHAPES
+from analysis.specs import DeviceSpec
 from data.cli import CommandParser, add_json_flag, cli_output, parse_command
 
-# Modelled FLOPs and bytes: comparable only when both runs model about the same share of time
-# (kernels replayed by a CUDA graph have no op shapes, so decode_b1_cudagraph models 0.2 %).
-WORK_METRICS = ("achieved_tflops", "mfu_pct", "hbm_bw_util_pct")
-MODELLED_GAP_PCT_POINTS = 10.0
-UNSEEN_BELOW_MODELLED_PCT = 50.0
-METRIC_COLUMNS = ["metric", "label", "before", "after", "delta", "delta_pct", "better", "change"]
-CLASS_COLUMNS = [
-    "kernel_class",
-    "before_ms_per_step",
-    "after_ms_per_step",
-    "delta_ms_per_step",
-    "delta_pct",
-]
-REC_COLUMNS = [
-    "id",
-    "title",
-    "status",
-    "before_rank",
-    "after_rank",
-    "before_saving_pct",
-    "after_saving_pct",
-    "before_saving_ms",
-    "after_saving_ms",
-    "confidence",
-]
-REC_STATUSES = ("gone", "unseen", "new", "kept")
-NOISE_REL = 0.01
-NOISE_PCT_POINTS = 0.1
-# A report's recommendations by id: (rank from 1, the recommendation dict).
-_Ranked = dict[str, tuple[int | None, dict[str, Any]]]
+# Re-exported: the comparison's frames are described by these (tests, callers).
+__all__ = [
+    "CLASS_COLUMNS", "METRIC_COLUMNS", "REC_COLUMNS", "Comparison", "Side", "compare",
+    "compare_runs", "compare_sides", "recommendation_diff", "run_side", "side_of",
+    "to_markdown",
+]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,15 +82,20 @@ class Comparison:
     classes: pd.DataFrame
     recommendations: pd.DataFrame
     verdict: str
+    differences: tuple[str, ...] = ()
+    mfu_reference: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict: before, after, verdict, metrics, kernel_classes and
-        recommendations split into gone/new/kept."""
+        """A JSON-ready dict: before, after, verdict, differences (why the runs are not
+        like for like), mfu_reference, metrics, kernel_classes and recommendations split
+        into gone/new/kept."""
         recs = self.recommendations
         return {
             "before": self.before,
             "after": self.after,
             "verdict": self.verdict,
+            "differences": list(self.differences),
+            "mfu_reference": self.mfu_reference,
             "metrics": records(self.metrics),
             "kernel_classes": records(self.classes),
             "recommendations": {
@@ -105,172 +104,24 @@ class Comparison:
         }
 
 
-def step_windows(report: dict[str, Any]) -> int:
-    """The run's step windows (one per rank and step): the per-step denominator."""
-    return len(report["breakdown"]["per_step"])
-
-
-def class_time(events: pd.DataFrame, windows: int) -> pd.DataFrame:
-    """GPU time per kernel class and step window: kernel_class, ms_per_step (classes with
-    time only, in KERNEL_CLASSES order). `events`: data.reads.gpu_events (name,
-    dur_ns at least), all of the run's GPU activity; `windows`: `step_windows(report)`."""
-    if events.empty or windows == 0:
-        return pd.DataFrame({"kernel_class": pd.Series(dtype=object), "ms_per_step": []})
-    total_ns = events.groupby(classify(events["name"])["kernel_class"])["dur_ns"].sum()
-    order = [c for c in KERNEL_CLASSES if c in total_ns.index]
-    return pd.DataFrame(
-        {
-            "kernel_class": pd.Series(order, dtype=object),
-            "ms_per_step": total_ns.loc[order].to_numpy(dtype=float) / 1e6 / windows,
-        }
-    )
-
-
-def _overall(report: dict[str, Any]) -> dict[str, Any]:
-    """The overall metrics plus the per-step ones derived from the totals."""
-    m = dict(report["metrics"]["overall"])
-    windows = step_windows(report)
-    m["kernels_per_step"] = m["kernel_count"] / windows if windows else None
-    m["kernel_ms_per_step"] = m["kernel_time_ms"] / windows if windows else None
-    m["modelled_time_pct"] = _modelled_pct(report)
-    return m
-
-
-def _modelled_pct(report: dict[str, Any]) -> float | None:
-    """Share of the GPU time whose ops have a work model (from the roofline rows)."""
-    rows = report.get("roofline") or []
-    time_ms = sum(r.get("time_ms") or 0.0 for r in rows)
-    modelled_ms = sum(
-        (r.get("time_ms") or 0.0) * (r.get("modelled_pct") or 0.0) / 100 for r in rows
-    )
-    return 100 * modelled_ms / time_ms if time_ms else None
-
-
-def _change(key: str, before: float, after: float, better: str) -> str:
-    delta = after - before
-    noise = NOISE_PCT_POINTS if key.endswith("_pct") else 0.0
-    if abs(delta) <= max(NOISE_REL * max(abs(before), abs(after)), noise):
-        return "same"
-    return "better" if (delta < 0) == (better == "lower") else "worse"
-
-
-def metric_deltas(before: dict[str, Any], after: dict[str, Any]) -> pd.DataFrame:
-    """One row per COMPARE_METRICS entry, from two reports (METRIC_COLUMNS)."""
-    b, a = _overall(before), _overall(after)
-    mb, ma = b["modelled_time_pct"], a["modelled_time_pct"]
-    work_comparable = mb is not None and ma is not None and abs(mb - ma) <= MODELLED_GAP_PCT_POINTS
-    rows = []
-    for key in COMPARE_METRICS:
-        label, better = LABELS[key].label, LABELS[key].better
-        vb, va = b.get(key), a.get(key)
-        if vb is None or va is None:
-            rows.append([key, label, vb, va, None, None, better, "n/a"])
-            continue
-        delta = va - vb
-        pct = delta / abs(vb) * 100 if vb else None
-        if not better:
-            change = "n/a"
-        elif key in WORK_METRICS and not work_comparable:
-            change = "not comparable"
-        else:
-            change = _change(key, vb, va, better)
-        rows.append([key, label, vb, va, delta, pct, better, change])
-    out = pd.DataFrame(rows, columns=METRIC_COLUMNS)
-    for c in ("before", "after", "delta", "delta_pct"):
-        out[c] = out[c].astype(float)
-    return out
-
-
-def class_deltas(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
-    """ms per step of each kernel class in either run (a class missing in one is 0 there),
-    largest absolute change first (CLASS_COLUMNS)."""
-    b = before.set_index("kernel_class")["ms_per_step"]
-    a = after.set_index("kernel_class")["ms_per_step"]
-    order = [c for c in KERNEL_CLASSES if c in b.index or c in a.index]
-    out = pd.DataFrame(
-        {
-            "kernel_class": pd.Series(order, dtype=object),
-            "before_ms_per_step": b.reindex(order, fill_value=0.0).to_numpy(dtype=float),
-            "after_ms_per_step": a.reindex(order, fill_value=0.0).to_numpy(dtype=float),
-        }
-    )
-    out["delta_ms_per_step"] = out["after_ms_per_step"] - out["before_ms_per_step"]
-    base = out["before_ms_per_step"].where(out["before_ms_per_step"] > 0)
-    out["delta_pct"] = out["delta_ms_per_step"] / base * 100
-    order_by = out["delta_ms_per_step"].abs().sort_values(ascending=False, kind="stable").index
-    return out.loc[order_by].reset_index(drop=True)
-
-
-def recommendation_diff(before: dict[str, Any], after: dict[str, Any]) -> pd.DataFrame:
-    """Recommendations by id: gone, new, kept (REC_COLUMNS). A report without the
-    `recommendations` key has none."""
-    b: _Ranked = {r["id"]: (i + 1, r) for i, r in enumerate(before.get("recommendations") or [])}
-    a: _Ranked = {r["id"]: (i + 1, r) for i, r in enumerate(after.get("recommendations") or [])}
-    none: tuple[int | None, dict[str, Any]] = (None, {})
-    coverage = _modelled_pct(after)
-    blind = coverage is not None and coverage < UNSEEN_BELOW_MODELLED_PCT
-    rows = []
-    for status, ids in (
-        ("gone", [i for i in b if i not in a and not (blind and i in NEEDS_SHAPES)]),
-        ("unseen", [i for i in b if i not in a and blind and i in NEEDS_SHAPES]),
-        ("new", [i for i in a if i not in b]),
-        ("kept", [i for i in a if i in b]),
-    ):
-        for rid in ids:
-            rb, rec_b = b.get(rid, none)
-            ra, rec_a = a.get(rid, none)
-            rec = rec_a or rec_b
-            rows.append(
-                [rid, rec.get("title"), status, rb, ra,
-                 rec_b.get("est_saving_pct"), rec_a.get("est_saving_pct"),
-                 rec_b.get("est_saving_ms"), rec_a.get("est_saving_ms"), rec.get("confidence")]
-            )  # fmt: skip
-    out = pd.DataFrame(rows, columns=REC_COLUMNS)
-    for c in ("before_rank", "after_rank"):
-        out[c] = out[c].astype("Int64")
-    for c in ("before_saving_pct", "after_saving_pct", "before_saving_ms", "after_saving_ms"):
-        out[c] = out[c].astype(float)
-    return out
-
-
-def _fmt(v: float) -> str:
-    return f"{v:,.1f}" if abs(v) >= 1 else f"{v:.3g}"
-
-
-def verdict(metrics: pd.DataFrame, recommendations: pd.DataFrame) -> str:
-    """One line: step time before -> after (without the profiler when both runs have a step
-    model, else on the traces' timelines), GPU busy, and the recommendations that went away
-    or appeared."""
-
-    def values(key: str) -> list[float]:
-        row = metrics[metrics["metric"] == key]
-        return [float(row[c].iloc[0]) for c in ("before", "after", "delta_pct")]
-
-    parts = []
-    for key, what in (("unprofiled_step_ms", "unprofiled"), ("step_time_ms", "profiled")):
-        before, after, pct = values(key)
-        if not (math.isnan(before) or math.isnan(after)):
-            rel = "" if math.isnan(pct) else f" ({pct:+.0f} %)"
-            parts.append(f"step time {_fmt(before)} -> {_fmt(after)} ms {what}{rel}")
-            break
-    before, after, _ = values("gpu_busy_pct")
-    if not (math.isnan(before) or math.isnan(after)):
-        parts.append(f"GPU busy {_fmt(before)} -> {_fmt(after)} %")
-    for status in ("gone", "new"):
-        ids = recommendations.loc[recommendations["status"] == status, "id"].tolist()
-        if ids:
-            parts.append(f"{status}: {', '.join(ids)}")
-    return "; ".join(parts) or "no comparable metrics"
-
-
 def compare(
     before: dict[str, Any],
     after: dict[str, Any],
     before_classes: pd.DataFrame,
     after_classes: pd.DataFrame,
+    *,
+    profiles: tuple[RunProfile, RunProfile] | None = None,
+    reference: ReferencePeak | None = None,
 ) -> Comparison:
-    """Compare two reports (analysis.report.report_json) and their `class_time` frames."""
-    metrics = metric_deltas(before, after)
+    """Compare two reports (analysis.report.report_json) and their `class_time` frames;
+    with the runs' `profiles`, how they differ and their tokens/s; MFU against `reference`
+    for both runs when given (analysis.comparability.reference_peak)."""
+    tokens: tuple[float | None, float | None] = (None, None)
+    diffs: tuple[str, ...] = ()
+    if profiles is not None:
+        tokens = (profiles[0].tokens_per_step, profiles[1].tokens_per_step)
+        diffs = tuple(differences(*profiles))
+    metrics = metric_deltas(before, after, tokens, reference)
     recs = recommendation_diff(before, after)
     return Comparison(
         before=before["run"],
@@ -278,21 +129,48 @@ def compare(
         metrics=metrics,
         classes=class_deltas(before_classes, after_classes),
         recommendations=recs,
-        verdict=verdict(metrics, recs),
+        verdict=verdict(metrics, recs, len(diffs)),
+        differences=diffs,
+        mfu_reference=None if reference is None else reference.label,
     )
+
+
+@dataclass(frozen=True)
+class Side:
+    """One run as a comparison reads it: its report, `class_time`, comparability profile
+    and device spec."""
+
+    report: dict[str, Any]
+    classes: pd.DataFrame
+    profile: RunProfile
+    spec: DeviceSpec | None
+
+
+def side_of(facts: Facts) -> Side:
+    """One run's side of a comparison, from its facts."""
+    report = report_json(facts)
+    classes = class_time(facts.events, step_windows(report))
+    return Side(report, classes, run_profile(facts), facts.spec)
+
+
+def compare_sides(before: Side, after: Side) -> Comparison:
+    """Compare two runs with their differences and one reference peak for MFU."""
+    return compare(
+        before.report, after.report, before.classes, after.classes,
+        profiles=(before.profile, after.profile),
+        reference=reference_peak(before.spec, after.spec),
+    )  # fmt: skip
 
 
 def run_side(store: Store, run_id: str) -> tuple[dict[str, Any], pd.DataFrame]:
     """One run's report and its `class_time`, from one read of the run."""
-    facts = gather(store, run_id)
-    report = report_json(facts)
-    return report, class_time(facts.events, step_windows(report))
+    side = side_of(gather(store, run_id))
+    return side.report, side.classes
 
 
 def compare_runs(store: Store, before_id: str, after_id: str) -> Comparison:
     """Read both runs from the store and compare them."""
-    (b, bc), (a, ac) = run_side(store, before_id), run_side(store, after_id)
-    return compare(b, a, bc, ac)
+    return compare_sides(side_of(gather(store, before_id)), side_of(gather(store, after_id)))
 
 
 def _md_table(df: pd.DataFrame) -> list[str]:
@@ -316,6 +194,9 @@ def to_markdown(c: Comparison) -> str:
         "",
         f"**{c.verdict}**",
         "",
+        *[f"- {d}" for d in c.differences],
+        *([""] if c.differences else []),
+        *([f"MFU against the {c.mfu_reference} for both runs.", ""] if c.mfu_reference else []),
         "## Metrics",
         "",
         *_md_table(c.metrics.drop(columns="metric")),

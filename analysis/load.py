@@ -9,6 +9,7 @@ recommendations also the host-side `HostData` and the run's `RunTelemetry`.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,12 +17,17 @@ from typing import Any
 import pandas as pd
 
 from analysis.timeline import MAX_SHAPES, bucket_plan
+from analysis.timeline_budget import PIXELS, Budget, bucket_ns_of, plan
 from data import (
     reads,
     reads_host,
+    reads_kernels,
+    reads_memory,
+    reads_ops,
     reads_recommend,
     reads_roofline,
     reads_telemetry,
+    reads_threads,
     reads_timeline,
 )
 from data.cli_child import resolve_trace
@@ -190,6 +196,62 @@ def load_evidence(store: Store, run_id: str, shaped: tuple[str, ...] = ()) -> Ru
     )
 
 
+def load_cpu_slices(store: Store, run_id: str) -> pd.DataFrame:
+    """Every CPU slice of the run: ops, CPU annotations, nn.Module ranges
+    (data.reads_ops.cpu_slices)."""
+    return reads_ops.cpu_slices(store, run_id)
+
+
+def load_launch_configs(store: Store, run_id: str) -> pd.DataFrame:
+    """Each kernel name's most frequent grid and block, registers, shared memory and
+    occupancy (data.reads_kernels.launch_configs)."""
+    return reads_kernels.launch_configs(store, run_id)
+
+
+@dataclass(frozen=True)
+class RunMemory:
+    """The allocator's events of a run: `devices` (data.reads_memory.memory_devices) and
+    `series`, allocated and reserved bytes per device in buckets of `bucket_ns` from
+    `t0_ns` (data.reads_memory.memory_series)."""
+
+    devices: pd.DataFrame
+    series: pd.DataFrame
+    t0_ns: int
+    bucket_ns: int
+
+
+def load_memory(store: Store, run_id: str, max_points: int) -> RunMemory:
+    """Each device's allocator summary and its curves, at most `max_points` per device."""
+    devices = reads_memory.memory_devices(store, run_id)
+    if devices.empty:
+        return RunMemory(devices, devices.iloc[0:0], 0, 1)
+    t0, t1 = int(devices["first_ns"].min()), int(devices["last_ns"].max())
+    bucket = max(1, -(-(t1 - t0 + 1) // max_points))
+    return RunMemory(devices, reads_memory.memory_series(store, run_id, t0, bucket), t0, bucket)
+
+
+@dataclass(frozen=True)
+class MemoryPeak:
+    """What holds one device's memory at `t_ns`: `alive` (data.reads_memory.alive_at, the
+    live allocations by the op that made them) and `stack` (data.reads_memory.stack_at, the
+    CPU slices open at that moment)."""
+
+    t_ns: int
+    alive: pd.DataFrame
+    stack: pd.DataFrame
+
+
+def load_memory_peak(
+    store: Store, run_id: str, rank: int, device_type: int, device_id: int, t_ns: int
+) -> MemoryPeak:
+    """The allocations alive on one device at t_ns and the ops running then."""
+    return MemoryPeak(
+        t_ns,
+        reads_memory.alive_at(store, run_id, rank, device_type, device_id, t_ns),
+        reads_memory.stack_at(store, run_id, rank, t_ns),
+    )
+
+
 @dataclass(frozen=True)
 class BusyGrid:
     """Busy time per lane and time bucket (data.reads_timeline.buckets), `count` buckets of
@@ -240,3 +302,80 @@ def load_timeline_window(
     bucket_ns, n = bucket_plan(t0_ns, t1_ns, len(lanes))
     grid = reads_timeline.buckets(store, run_id, t0_ns, t1_ns, bucket_ns)
     return TimelineWindow(lanes, t0_ns, t1_ns, count, None, BusyGrid(grid, bucket_ns, n))
+
+
+def load_threads(store: Store, run_id: str) -> pd.DataFrame:
+    """One row per CPU thread with slices (data.reads_threads.threads)."""
+    return reads_threads.threads(store, run_id)
+
+
+def load_step_marks(store: Store, run_id: str) -> pd.DataFrame:
+    """Every ProfilerStep range (data.reads_timeline.step_marks)."""
+    return reads_timeline.step_marks(store, run_id)
+
+
+@dataclass(frozen=True)
+class ExploreWindow:
+    """One window of the explorable timeline as its budget allows (analysis.timeline_view
+    .plan): `gpu` (data.reads_timeline.window_events, longest first), `cpu`
+    (data.reads_threads.window_slices), `grid` (busy time per GPU lane and bucket of
+    `bucket_ns`, when the window holds more than the budget), and what the window holds in
+    all (`gpu_count`, `cpu_count`)."""
+
+    t0_ns: int
+    t1_ns: int
+    budget: Budget
+    gpu_count: int
+    cpu_count: int
+    gpu: pd.DataFrame
+    cpu: pd.DataFrame
+    grid: pd.DataFrame | None
+    bucket_ns: int
+
+
+def load_explore_window(
+    store: Store, run_id: str, gpu_lanes: int, t0_ns: int, t1_ns: int,
+    max_shapes: int = MAX_SHAPES,
+) -> ExploreWindow:  # fmt: skip
+    """The slices of [t0, t1) within `max_shapes` shapes (analysis.timeline_budget.plan).
+
+    The GPU and the CPU side are read in two threads: DuckDB runs a query without the GIL,
+    and a zoom step waits for both (the whole 1.3 M-event run: 0.67 s -> 0.48 s at load 5)."""
+    min_dur = max(1, (t1_ns - t0_ns) // PIXELS)
+    with ThreadPoolExecutor(2) as pool:
+        cpu_counts = pool.submit(
+            reads_threads.window_slice_counts, store, run_id, t0_ns, t1_ns, min_dur
+        )
+        n_gpu = reads_timeline.window_count(store, run_id, t0_ns, t1_ns)
+        n_cpu, n_long = cpu_counts.result()
+        b = plan(t0_ns, t1_ns, n_gpu, n_cpu, n_long, gpu_lanes, max_shapes)
+        cpu_rows = pool.submit(
+            reads_threads.window_slices, store, run_id, t0_ns, t1_ns, b.min_dur_ns, b.cpu_limit
+        )
+        bucket = bucket_ns_of(t0_ns, t1_ns, b.buckets)
+        cells = (
+            pool.submit(reads_timeline.buckets, store, run_id, t0_ns, t1_ns, bucket)
+            if b.buckets
+            else None
+        )
+        gpu = reads_timeline.window_events(store, run_id, t0_ns, t1_ns, b.gpu_limit)
+        cpu = cpu_rows.result()
+        grid = cells.result() if cells is not None else None
+    return ExploreWindow(t0_ns, t1_ns, b, n_gpu, n_cpu, gpu, cpu, grid, bucket)
+
+
+def load_kernel_links(store: Store, run_id: str, rank: int, correlation: int) -> pd.DataFrame:
+    """A GPU activity, its launch call and its op (data.reads_threads.kernel_links)."""
+    return reads_threads.kernel_links(store, run_id, rank, correlation)
+
+
+def load_op_kernels(
+    store: Store, run_id: str, rank: int, external_id: int, limit: int
+) -> pd.DataFrame:
+    """The GPU activities an op launched (data.reads_threads.op_kernels)."""
+    return reads_threads.op_kernels(store, run_id, rank, external_id, limit)
+
+
+def load_search(store: Store, run_id: str, needle: str, limit: int) -> pd.DataFrame:
+    """Slices whose name contains `needle` (data.reads_threads.search)."""
+    return reads_threads.search(store, run_id, needle, limit)

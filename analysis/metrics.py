@@ -33,6 +33,7 @@ _ALL = (
     Metric("host_wait_pct", "idle: host wait (%)", "Idle: host wait", "lower", 1),
     Metric("kernel_wait_pct", "idle: kernel wait (%)", "Idle: kernel wait", "lower", 1),
     Metric("idle_other_pct", "idle: other (%)", "Idle: other", "lower", 1),
+    Metric("tokens_per_s", "tokens per second", "Tokens/s", "higher", 0),
     Metric("achieved_tflops", "achieved TFLOP/s per GPU", "Achieved TFLOP/s", "higher", 2),
     Metric("mfu_pct", "MFU (%)", "MFU", "higher", 1),
     Metric("hbm_bw_util_pct", "HBM bandwidth (%)", "HBM bandwidth", "higher", 1),
@@ -49,8 +50,8 @@ REPORT_METRICS = (
 )  # fmt: skip
 # The comparison's rows: totals become per-step values (runs profile different step counts).
 COMPARE_METRICS = (
-    "unprofiled_step_ms", "step_time_ms", "profiler_share_pct", "gpu_busy_pct", "idle_pct",
-    "host_wait_pct", "kernel_wait_pct",
+    "unprofiled_step_ms", "step_time_ms", "tokens_per_s", "profiler_share_pct",
+    "gpu_busy_pct", "idle_pct", "host_wait_pct", "kernel_wait_pct",
     "idle_other_pct", "compute_pct", "comm_pct", "comm_overlap_pct", "memcpy_pct",
     "memset_pct", "kernels_per_step", "kernel_ms_per_step", "achieved_tflops", "mfu_pct",
     "hbm_bw_util_pct", "modelled_time_pct",

@@ -126,6 +126,34 @@ def phase_signature(samples: pd.DataFrame, phase: pd.Series) -> pd.DataFrame:
     return out
 
 
+# Samples newer than this are live: the agent writes a segment a second, so a GPU whose
+# newest sample is older has stopped reporting (or its data is a replay with recorded times).
+LIVE_WITHIN_S = 10.0
+
+
+def gpu_label(host: str, gpu: int) -> str:
+    """How every view names one GPU: 'node7 · GPU 0'."""
+    return f"{host} · GPU {gpu}"
+
+
+def freshness(newest_ns: int, now_ns: int) -> tuple[bool, float]:
+    """(live, age in s) of the newest sample at `now_ns`: live when at most LIVE_WITHIN_S
+    old (a clock a little ahead of the agent's reads as 0 s)."""
+    age = max(now_ns - newest_ns, 0) / 1e9
+    return age <= LIVE_WITHIN_S, age
+
+
+def age_text(age_s: float) -> str:
+    """'0.8 s', '4 min', '3.2 h', '2.0 days': an age in the unit a reader expects."""
+    if age_s < 60:
+        return f"{age_s:.1f} s"
+    if age_s < 3600:
+        return f"{age_s / 60:.0f} min"
+    if age_s < 86400:
+        return f"{age_s / 3600:.1f} h"
+    return f"{age_s / 86400:.1f} days"
+
+
 @dataclass(frozen=True, slots=True)
 class Alert:
     """One thing a user should look at on one GPU."""

@@ -48,3 +48,8 @@ def plot_text(text: str) -> str:
     """Text for a plotly label or hover, shown as written: plotly reads a few HTML tags in
     them (<b>, <br>, <a href=…>: a run named with one became a link) and entities."""
     return escape(printable(text), quote=False)
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """'1 run', '3 runs' ('1 GPU activity', '2 GPU activities' with `many`)."""
+    return f"{n:,} {word if n == 1 else many or word + 's'}"

@@ -81,7 +81,7 @@ def window_count(store: Store, run_id: str, t0_ns: int, t1_ns: int) -> int:
 def window_events(store: Store, run_id: str, t0_ns: int, t1_ns: int, limit: int) -> pd.DataFrame:
     """The GPU activities overlapping [t0, t1), longest first, at most `limit`: rank, stream,
     kind, name, ts_ns, dur_ns, grid (text), block (text), est_occupancy_pct, op_name,
-    input_dims (the launching op's shapes, JSON), step."""
+    input_dims (the launching op's shapes, JSON), step, correlation."""
     return store.query(
         """
         WITH g AS (
@@ -99,7 +99,7 @@ def window_events(store: Store, run_id: str, t0_ns: int, t1_ns: int, limit: int)
                     THEN format('[{}, {}, {}]', g.grid_x, g.grid_y, g.grid_z) END AS grid,
                CASE WHEN g.block_x IS NOT NULL
                     THEN format('[{}, {}, {}]', g.block_x, g.block_y, g.block_z) END AS block,
-               g.est_occupancy_pct, o.name AS op_name, o.input_dims, g.step
+               g.est_occupancy_pct, o.name AS op_name, o.input_dims, g.step, g.correlation
         FROM g LEFT JOIN o ON o.rank = g.rank AND o.external_id = g.op_external_id
         ORDER BY g.rank, g.stream, g.ts_ns
         """,

@@ -62,7 +62,11 @@ TABLES: dict[str, tuple[Column, ...]] = {
         ("end_ns", I64, "last event end"),
         ("events_total", I64, "trace events in the file"),
         ("events_malformed", I64, "events with an invalid field"),
-        ("events_skipped", I64, "events not stored (flows, metadata, python_function by default)"),
+        (
+            "events_skipped",
+            I64,
+            "events not stored (flows, metadata, python_function but nn.Module by default)",
+        ),
         ("malformed_examples", STR, "up to 5 examples of what was invalid, JSON list"),
         ("category_counts", STR, "events per ph/cat, JSON object"),
     ),
@@ -321,7 +325,8 @@ RUN_TABLE_PURPOSE = {
     "steps": "ProfilerStep#N ranges with the GPU work each step launched",
     "collectives": "NCCL/Gloo collective metadata (record_param_comms ops and NCCL kernels)",
     "memory_events": "allocator events from profile_memory=True",
-    "python_functions": "python_function events (only with --python-functions)",
+    "python_functions": "nn.Module ranges of python_function events (every python_function "
+    "event with --python-functions)",
 }
 TELEMETRY_PURPOSE: dict[str, str] = {
     "gpu_samples": "NVML/GPM telemetry: one row per GPU per agent tick (Unix ns)",

@@ -205,8 +205,8 @@ def arrow_frame(table: pa.Table, categorical: tuple[str, ...]) -> pd.DataFrame:
 
 
 def _sorted_dictionary(values: pa.ChunkedArray[Any]) -> pa.DictionaryArray[Any, Any]:
-    """A string column dictionary-encoded, its dictionary in sorted order."""
+    """A string column dictionary-encoded, its dictionary in sorted order (NULL stays NULL)."""
     flat = values.combine_chunks()
-    distinct = pc.unique(flat)
+    distinct = pc.drop_null(pc.unique(flat))
     categories = pc.take(distinct, pc.sort_indices(distinct))
     return pa.DictionaryArray.from_arrays(pc.index_in(flat, value_set=categories), categories)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+import pandas as pd
 import streamlit as st
 
 from analysis.facts import Facts, gather
@@ -152,6 +153,13 @@ def run_page(page: Any) -> None:
         show_error(e)
 
 
+def fmt_time_ns(unix_ns: float | None) -> str:
+    """A Unix-ns time as a date and time in UTC, or an em dash."""
+    if unix_ns is None or unix_ns != unix_ns:
+        return "—"
+    return pd.Timestamp(int(unix_ns), unit="ns", tz="UTC").strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 def selected_run(s: Store) -> str | None:
     """The run picked in the sidebar (remembered in the URL as ?run=…), or None."""
     runs = s.runs()
@@ -169,11 +177,13 @@ def selected_run(s: Store) -> str | None:
 
 
 def run_labels(runs: Any) -> dict[str, str]:
-    """run id -> 'name · id' for a run picker (data.store.Store.runs' frame); an option is
-    plain text (no Markdown), cut and without control characters."""
+    """run id -> 'name · ingested 2026-12-01 12:22 UTC · id' for a run picker (data.store.
+    Store.runs' frame); an option is plain text (no Markdown), cut and without control
+    characters."""
+    when = pd.to_datetime(runs["ingested_at_ns"], unit="ns", utc=True).dt.strftime("%Y-%m-%d %H:%M")
     return {
-        str(i): f"{printable(clip(str(n), 80))} · {i}"
-        for n, i in zip(runs["name"], runs["run_id"], strict=True)
+        str(i): f"{printable(clip(str(n), 80))} · ingested {w} UTC · {i}"
+        for n, i, w in zip(runs["name"], runs["run_id"], when, strict=True)
     }
 
 
@@ -184,6 +194,20 @@ def require_run() -> tuple[Store, str]:
     if run_id is None:
         st.stop()
     return s, run_id
+
+
+# Unit suffixes of the frames' column names (units in names, house style) as table headers.
+_UNITS = (("_ms_per_step", " (ms per step)"), ("_ms", " (ms)"), ("_us", " (µs)"),
+          ("_ns", " (ns)"), ("_pct", " (%)"), ("_bytes", " (bytes)"), ("_gbps", " (GB/s)"),
+          ("_tflops", " (TFLOP/s)"))  # fmt: skip
+
+
+def human_name(column: str) -> str:
+    """A frame's column name as a table header: 'idle_wait_ms' -> 'idle wait (ms)'."""
+    for suffix, unit in _UNITS:
+        if column.endswith(suffix):
+            return column.removesuffix(suffix).replace("_", " ") + unit
+    return column.replace("_", " ")
 
 
 def fmt_ms(v: float | None) -> str:

@@ -45,14 +45,17 @@ c[1].metric("Peak bucket", fmt_pct(series["util_pct"].max() if peak else None))
 c[2].metric("Bytes moved", f"{series['bytes'].sum() / 1e9:,.1f} GB")
 
 st.subheader("Kernels that move the most bytes")
+movers = bw.kernel_bandwidth(work, peak)
 st.dataframe(
-    bw.kernel_bandwidth(work, peak),
+    movers.assign(bytes=movers["bytes"] / 1e9),
     hide_index=True,
     width="stretch",
     column_config={
         "name": st.column_config.TextColumn("kernel", width="large"),
+        "kernel_class": st.column_config.TextColumn("class"),
+        "count": st.column_config.NumberColumn("kernels", format="%d"),
         "time_ms": st.column_config.NumberColumn("time (ms)", format="%.3f"),
-        "bytes": st.column_config.NumberColumn(format="%.3e"),
+        "bytes": st.column_config.NumberColumn("GB moved", format="%.2f"),
         "gbps": st.column_config.NumberColumn("GB/s", format="%.0f"),
         "util_pct": st.column_config.ProgressColumn(
             "% of HBM peak", format="%.0f %%", min_value=0, max_value=100

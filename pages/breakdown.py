@@ -6,7 +6,7 @@ import streamlit as st
 from analysis import breakdown as bd
 from analysis.figures.breakdown import breakdown_bars, rank_share_bars
 from analysis.host_regions import REGION_NOTE
-from pages._ui import fmt_ms, fmt_pct, require_run, run_facts
+from pages._ui import fmt_ms, fmt_pct, human_name, require_run, run_facts
 
 s, run_id = require_run()
 st.title("Where the time goes")
@@ -83,7 +83,7 @@ if len(ranks) > 1:
         f"**Straggler: rank {straggler}**: the most time outside exposed communication "
         "(the rank the others wait for)."
     )
-    st.dataframe(spread, hide_index=True, width="stretch")
+    st.dataframe(spread.rename(columns=human_name), hide_index=True, width="stretch")
 
 st.subheader("Launches")
 launch = bd.launch_stats(events)
@@ -111,7 +111,7 @@ with st.expander("Per step, in ms"):
     ms = per_step.drop(columns=["start_ns", "end_ns"])
     st.dataframe(
         ms.assign(**{c: ms[c] / 1e6 for c in ms.columns if c.endswith("_ns")}).rename(
-            columns=lambda c: c.replace("_ns", "_ms")
+            columns=lambda c: human_name(c.removesuffix("_ns") + "_ms" if c.endswith("_ns") else c)
         ),
         hide_index=True,
         width="stretch",

@@ -1,31 +1,47 @@
-"""Compare: two runs side by side (analysis/compare.py): headline deltas, GPU time per step by
-kernel class, every metric, and the recommendations that went away, appeared or stayed.
+"""Compare: two runs side by side (analysis/compare.py): why this pair, how the runs differ
+(analysis/comparability.py), step time and tokens/s first, GPU time per step by kernel class,
+every metric, and the recommendations that went away, appeared or stayed.
 
-The runs come from ?before=ID&after=ID, else the two newest runs (the older one is "before").
+The runs come from ?before=ID&after=ID, else the two latest runs of one name.
 """
 
 import pandas as pd
 import streamlit as st
 
-from analysis.compare import compare_runs
+from analysis.comparability import default_pair
+from analysis.compare import Side, compare_sides, side_of
 from analysis.figures.compare import class_bars
 from data.errors import DashError
-from pages._ui import fmt_ms, fmt_pct, md, run_labels, show_error, store
+from pages._ui import fmt_ms, fmt_pct, md, run_facts, run_labels, show_error, store
 
-# (metric, headline label, formatter of the value, unit of the delta).
+
+def fmt_count(v: float | None) -> str:
+    return "—" if v is None else f"{v:,.0f}"
+
+
+# (metric, headline label, formatter of the value, format of the signed delta), in reading
+# order.
 HEADLINES = (
-    ("unprofiled_step_ms", "Step, unprofiled", fmt_ms, " ms"),
-    ("step_time_ms", "Step, profiled", fmt_ms, " ms"),
-    ("gpu_busy_pct", "GPU busy", fmt_pct, " pp"),
-    ("host_wait_pct", "Idle: host wait", fmt_pct, " pp"),
-    ("kernels_per_step", "Kernels per step", lambda v: "—" if v is None else f"{v:,.0f}", ""),
-    ("mfu_pct", "MFU", fmt_pct, " pp"),
+    ("step", "Step time", fmt_ms, "{:+,.2f} ms"),
+    ("tokens_per_s", "Tokens/s", fmt_count, "{:+,.0f}"),
+    ("mfu_pct", "MFU", fmt_pct, "{:+,.1f} pp"),
+    ("gpu_busy_pct", "GPU busy", fmt_pct, "{:+,.1f} pp"),
+    ("host_wait_pct", "Idle: host wait", fmt_pct, "{:+,.1f} pp"),
+    ("kernels_per_step", "Kernels per step", fmt_count, "{:+,.0f}"),
 )
+
+
+# A run never changes after ingest: its side (report, classes, profile) is shared.
+@st.cache_resource(show_spinner="Reading the run…", ttl=600, max_entries=8)
+def comparison_side(run_id: str) -> Side:
+    return side_of(run_facts(run_id))
+
 
 st.title("Compare runs")
 s = store()
 runs = s.runs()
-if len(runs) < 2:
+pair = default_pair(runs)
+if pair is None:
     st.info("Comparing needs two runs. Upload a trace on the Upload page.")
     st.stop()
 ids = runs["run_id"].tolist()
@@ -38,18 +54,32 @@ def picked(param: str, default: str) -> int:
 
 
 left, right = st.columns(2)
-before = left.selectbox("Before", ids, index=picked("before", ids[1]), format_func=labels.get)
-after = right.selectbox("After", ids, index=picked("after", ids[0]), format_func=labels.get)
+before = left.selectbox("Before", ids, index=picked("before", pair.before), format_func=labels.get)
+after = right.selectbox("After", ids, index=picked("after", pair.after), format_func=labels.get)
 st.query_params["before"], st.query_params["after"] = before, after
+st.caption(
+    md(
+        f"Default pair: {pair.reason}."
+        if (before, after) == (pair.before, pair.after)
+        else f"A pair you chose (the default would be {pair.reason})."
+    )
+)
 if before == after:
     st.warning("Before and after are the same run: every delta is zero.")
 try:
-    c = compare_runs(s, before, after)
+    c = compare_sides(comparison_side(before), comparison_side(after))
 except DashError as e:
     show_error(e)
+# Run names are user text: escaped, so that `__next__` or `*` stay as written.
+for difference in c.differences:
+    st.warning(md(difference, None), icon="⚠️")
 st.markdown(f"**{md(c.verdict, None)}**")
 
 m = c.metrics.set_index("metric")
+# The step both runs have: unprofiled when both have a step model, else on the timeline.
+unprofiled = m.loc["unprofiled_step_ms"]
+both_unprofiled = not unprofiled[["before", "after"]].isna().any()
+m.loc["step"] = m.loc["unprofiled_step_ms" if both_unprofiled else "step_time_ms"]
 cols = st.columns(len(HEADLINES))
 for col, (key, label, fmt, unit) in zip(cols, HEADLINES, strict=True):
     row = m.loc[key]
@@ -60,10 +90,26 @@ for col, (key, label, fmt, unit) in zip(cols, HEADLINES, strict=True):
     col.metric(
         label,
         fmt(value),
-        None if pd.isna(row["delta"]) or note else f"{float(row['delta']):+,.2f}{unit}",
+        None if pd.isna(row["delta"]) or note else unit.format(float(row["delta"])),
         delta_color="inverse" if row["better"] == "lower" else "normal",
+        delta_arrow="off",
         help=f"before: {before_text}{note}",
     )
+st.caption(
+    "Step time: "
+    + (
+        "without the profiler (both runs have a step model)"
+        if both_unprofiled
+        else "on the traces' timelines"
+    )
+    + ". Tokens/s: the run tag tokens_per_step, else the token ids fed to the largest "
+    "embedding table per step. "
+    + (
+        f"MFU against the {c.mfu_reference} for both runs."
+        if c.mfu_reference
+        else "MFU: neither device is in the spec table."
+    )
+)
 
 st.subheader("GPU time per step by kernel class")
 st.caption(
@@ -81,6 +127,7 @@ else:
         hide_index=True,
         width="stretch",
         column_config={
+            "kernel_class": st.column_config.TextColumn("kernel class"),
             "before_ms_per_step": st.column_config.NumberColumn("before (ms/step)", format="%.3f"),
             "after_ms_per_step": st.column_config.NumberColumn("after (ms/step)", format="%.3f"),
             "delta_ms_per_step": st.column_config.NumberColumn("Δ (ms/step)", format="%+.3f"),
@@ -94,9 +141,11 @@ st.dataframe(
     hide_index=True,
     width="stretch",
     column_config={
-        "before": st.column_config.NumberColumn(format="%.4g"),
-        "after": st.column_config.NumberColumn(format="%.4g"),
-        "delta": st.column_config.NumberColumn("Δ", format="%+.4g"),
+        "label": st.column_config.TextColumn("metric", width="medium"),
+        "before": st.column_config.NumberColumn(format="localized"),
+        "after": st.column_config.NumberColumn(format="localized"),
+        "better": st.column_config.TextColumn("better when"),
+        "delta": st.column_config.NumberColumn("Δ", format="%+.2f"),
         "delta_pct": st.column_config.NumberColumn("Δ %", format="%+.1f"),
     },
 )
@@ -114,7 +163,7 @@ TITLES = {
 for status, title in TITLES.items():
     columns = ["id", "title"]
     columns += [
-        f"{side}_{c}" for c in ("rank", "saving_pct", "saving_ms") for side in SIDES[status]
+        f"{which}_{what}" for what in ("rank", "saving_pct", "saving_ms") for which in SIDES[status]
     ]
     part = recs.loc[recs["status"] == status, [*columns, "confidence"]]
     if part.empty and status == "unseen":
@@ -129,12 +178,15 @@ for status, title in TITLES.items():
         width="stretch",
         key=f"recs_{status}",
         column_config={
-            c: st.column_config.NumberColumn(
-                c.replace("_saving_pct", " saving %")
-                .replace("_saving_ms", " saving (ms/step)")
-                .replace("_rank", " rank"),
-                format="%d" if c.endswith("_rank") else "%.2f",
-            )
-            for c in columns[2:]
+            "title": st.column_config.TextColumn("recommendation"),
+            **{
+                col: st.column_config.NumberColumn(
+                    col.replace("_saving_pct", " saving (% of step)")
+                    .replace("_saving_ms", " saving (ms/step)")
+                    .replace("_rank", " rank"),
+                    format="%d" if col.endswith("_rank") else "%.2f",
+                )
+                for col in columns[2:]
+            },
         },
     )

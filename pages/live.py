@@ -11,11 +11,11 @@ import pandas as pd
 import streamlit as st
 
 from analysis.figures.telemetry import RUN_PANELS, gpu_panels
-from analysis.telemetry import alerts, clock_reasons
+from analysis.telemetry import age_text, alerts, clock_reasons, freshness, gpu_label
 from data import reads_telemetry as rt
 from data.errors import DashError
 from data.telemetry_source import open_telemetry, prometheus_url_from_env, run_samples
-from pages._ui import fmt_bytes, md, run_labels, show_error, store
+from pages._ui import fmt_bytes, fmt_time_ns, md, run_labels, show_error, store
 
 WINDOWS = {"1 min": 60, "5 min": 300, "15 min": 900, "1 h": 3600, "6 h": 21600, "24 h": 86400}
 REFRESH = {"1 s": "1s", "5 s": "5s", "off": None}
@@ -46,7 +46,7 @@ if all_gpus.empty:
 c = st.columns([1, 1, 3])
 window_s = WINDOWS[c[0].selectbox("Window", list(WINDOWS), index=1)]
 refresh = REFRESH[c[1].selectbox("Refresh", list(REFRESH))]
-labels = [f"{h}:{g}" for h, g in zip(all_gpus["host"], all_gpus["gpu"], strict=True)]
+labels = [gpu_label(h, g) for h, g in zip(all_gpus["host"], all_gpus["gpu"], strict=True)]
 chosen = c[2].multiselect("GPUs", labels, default=labels[:8])
 
 
@@ -97,7 +97,7 @@ def live() -> None:
 
 def window(gpus: pd.DataFrame) -> None:
     """The chosen GPUs' newest samples, alerts and charts over the chosen window."""
-    gpus = gpus[[f"{h}:{g}" in chosen for h, g in zip(gpus["host"], gpus["gpu"], strict=True)]]
+    gpus = gpus[[gpu_label(h, g) in chosen for h, g in zip(gpus["host"], gpus["gpu"], strict=True)]]
     if gpus.empty:
         st.info("Pick at least one GPU.")
         return
@@ -110,27 +110,41 @@ def window(gpus: pd.DataFrame) -> None:
     frame = frame[[k in keys for k in zip(frame["host"], frame["gpu"], strict=True)]]
     recent = src.samples(end - ALERT_WINDOW_NS, end)
     recent = recent[[k in keys for k in zip(recent["host"], recent["gpu"], strict=True)]]
+    live_now, age_s = freshness(end - 1, time.time_ns())
+    newest_at = fmt_time_ns(end - 1)
     if (gpus["source"] == "replay").any():
         st.warning(
             "Replayed data: samples recorded on a real GPU and played back by "
             "`collectors.nvml --replay`, not live telemetry.",
             icon="⏪",
         )
-    age_s = (time.time_ns() - end) / 1e9
+    if live_now:
+        st.success(f"Live · newest sample {age_text(age_s)} ago ({newest_at})", icon="🟢")
+    else:
+        st.warning(
+            f"Not live: the newest sample is {age_text(age_s)} old ({newest_at}); no agent has "
+            f"reported since. The charts show the {window_s // 60} min before it.",
+            icon="⏸️",
+        )
+    gpu_count = len(gpus)
     st.caption(
-        f"{len(gpus)} GPU(s) from {md(src.label)} · newest sample {age_s:,.0f} s ago · "
-        f"{int(frame['samples'].sum()):,} samples in the window"
+        f"{gpu_count} GPU{'s' if gpu_count != 1 else ''} from {md(src.label)} · the window "
+        f"ends at the newest sample ({newest_at}) · {int(frame['samples'].sum()):,} samples in it"
     )
     for a in alerts(recent, gpus):
-        text = f"**{md(a.host)}:{a.gpu}** · {a.kind}: {md(a.message, None)}"
-        st.warning(text, icon=ICONS[a.kind])
+        st.warning(
+            f"**{md(gpu_label(a.host, a.gpu))}** · {a.kind}: {md(a.message, None)}"
+            + ("" if live_now else f" (as of {newest_at})"),
+            icon=ICONS[a.kind],
+        )
     newest = recent.sort_values("ts_ns").groupby(["host", "gpu"]).tail(1)
     for _, inv in gpus.iterrows():
         row = newest[(newest["host"] == inv["host"]) & (newest["gpu"] == inv["gpu"])]
-        name = inv["name"] if isinstance(inv["name"], str) else "GPU"
+        name = inv["name"] if isinstance(inv["name"], str) else "unknown model"
         st.markdown(
-            f"**{md(inv['host'])}:{inv['gpu']}** · {md(name)}"
+            f"**{md(gpu_label(inv['host'], inv['gpu']))}** · {md(name)}"
             + (" · _replayed_" if inv["source"] == "replay" else "")
+            + ("" if live_now else f" · _newest sample {fmt_time_ns(inv['last_ns'])}_")
         )
         if len(row):
             gpu_metrics(row.iloc[0], inv)
@@ -141,7 +155,15 @@ def window(gpus: pd.DataFrame) -> None:
     }
     st.plotly_chart(gpu_panels(frame, power_limits_w=limits), width="stretch")
     with st.expander("Processes"):
-        st.dataframe(newest[["host", "gpu", "process_count", "processes"]], hide_index=True)
+        st.dataframe(
+            newest[["host", "gpu", "process_count", "processes"]],
+            hide_index=True,
+            column_config={
+                "gpu": st.column_config.NumberColumn("GPU", format="%d"),
+                "process_count": st.column_config.NumberColumn("processes", format="%d"),
+                "processes": st.column_config.TextColumn("[pid, memory used (bytes)]"),
+            },
+        )
 
 
 live()
@@ -164,8 +186,9 @@ else:
         st.caption(f"No telemetry in {md(src.label)} during this run (±1 s).")
     else:
         st.caption(
-            f"{len(during)} samples from {during['ts_ns'].min()} to "
-            f"{during['ts_ns'].max()} (Unix ns) in {md(src.label)}; the trace spans "
-            f"{run_span[0]}–{run_span[1]}"
+            f"{len(during):,} sample{'s' if len(during) != 1 else ''} from "
+            f"{fmt_time_ns(during['ts_ns'].min())} to {fmt_time_ns(during['ts_ns'].max())} in "
+            f"{md(src.label)}; the trace spans {fmt_time_ns(run_span[0])} to "
+            f"{fmt_time_ns(run_span[1])}"
         )
         st.plotly_chart(gpu_panels(during, RUN_PANELS), width="stretch")

@@ -9,14 +9,23 @@ import streamlit as st
 from analysis.overview import overview, step_times, top_kernels
 from analysis.step_model import BASIS
 from data import reads
-from pages._ui import fmt_bytes, fmt_ms, fmt_pct, md, require_run, run_facts
+from pages._ui import fmt_bytes, fmt_ms, fmt_pct, fmt_time_ns, md, require_run, run_facts
 
 s, run_id = require_run()
 run = s.run_summary(run_id)
 st.title(md(run["name"]))
-st.caption(f"`{run_id}` · {md(', '.join(run['source'] or []))}")
-
 ranks = reads.ranks(s, run_id)
+# The rank files' own names: `source` holds the paths ingested, a temporary folder for an
+# upload.
+files = ranks["file_name"].astype(str).tolist()
+st.caption(
+    md(
+        f"{run_id} · {'file' if len(files) == 1 else f'{len(files)} files'}: "
+        f"{', '.join(files)} · ingested {fmt_time_ns(run['ingested_at_ns'])}",
+        None,
+    )
+)
+
 facts = run_facts(run_id)
 steps, events = facts.steps, facts.events
 kernels = reads.kernel_totals(s, run_id)
@@ -70,9 +79,13 @@ if model is not None:
 
 if run["events_malformed"]:
     examples = [e for r in ranks["malformed_examples"] for e in json.loads(r or "[]")]
+    n = int(run["events_malformed"])
     st.warning(
-        f"{run['events_malformed']:,} malformed event(s) were not fully read, e.g.: "
-        + "; ".join(md(e) for e in examples[:3]),
+        md(
+            f"{n:,} malformed {'event was' if n == 1 else 'events were'} not fully read, e.g.: "
+            + "; ".join(examples[:3]),
+            None,
+        ),
         icon="⚠️",
     )
 
@@ -121,9 +134,10 @@ with st.expander("Ranks"):
                 "rank": ranks["rank"],
                 "device": ranks["device_name"],
                 "file": ranks["file_name"],
+                "size": [fmt_bytes(b) for b in ranks["file_bytes"]],
                 "kernels": ranks["kernel_count"],
                 "events": ranks["events_total"],
-                "malformed": ranks["events_malformed"],
+                "malformed events": ranks["events_malformed"],
                 "rank from": ranks["rank_source"],
             }
         ),

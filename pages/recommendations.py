@@ -107,21 +107,33 @@ for i, (r, (top, first)) in enumerate(zip(recs, behind, strict=True), 1):
             ms(r.est_saving_ms),
             f"-{r.est_saving_pct:.1f} % of step",
             delta_color="inverse",
+            delta_arrow="off",  # the sign says it: an arrow beside "-" read as a double minus
         )
+        # Evidence names ops and kernels (`__next__`, templates with `*`): literal text.
         st.markdown("\n".join(f"- {md(e)}" for e in r.evidence))
         with st.expander("Why this saving"):
             st.markdown(md(r.why, None))
-            st.caption(f"Detects: {CATALOG[r.id].detects}. Estimate: {CATALOG[r.id].saving}.")
+            st.caption(
+                md(f"Detects: {CATALOG[r.id].detects}. Estimate: {CATALOG[r.id].saving}.", None)
+            )
         st.code(r.fix, language="python")
         if first is not None:
             with st.expander(f"Kernels and ops behind it ({int(top['count'].sum()):,} kernels)"):
-                st.dataframe(top, hide_index=True)
+                st.dataframe(
+                    top,
+                    hide_index=True,
+                    column_config={
+                        "count": st.column_config.NumberColumn("kernels", format="%d"),
+                        "ms_per_step": st.column_config.NumberColumn("ms per step", format="%.3f"),
+                    },
+                )
                 links = st.columns(2)
                 links[0].page_link(
-                    "pages/timeline.py", label="Show the first one in the timeline",
+                    "pages/timeline.py", label="Show them in the timeline",
                     icon=":material/timeline:",
                     query_params={"run": run_id, "t0_ns": first - 200_000,
-                                  "t1_ns": first + 800_000},
+                                  "t1_ns": first + 800_000, "rec": r.id,
+                                  "highlight": list(dict.fromkeys(top["kernel"]))},
                 )  # fmt: skip
                 links[1].page_link(
                     "pages/roofline.py", label="See these ops on the roofline",

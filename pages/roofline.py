@@ -100,16 +100,22 @@ if not unmodelled.empty:
         + "; ".join(f"{r or 'no model'}: {t:,.2f} ms" for r, t in reasons.items())
     )
 st.dataframe(
-    shown,
+    shown.assign(flops=shown["flops"] / 1e9, bytes=shown["bytes"] / 1e9),
     hide_index=True,
     width="stretch",
     column_config={
-        "name": st.column_config.TextColumn(width="large"),
+        "name": st.column_config.TextColumn(
+            next(k for k, v in GROUPS.items() if v == by), width="large"
+        ),
+        "kernel_count": st.column_config.NumberColumn("kernels", format="%d"),
         "time_ms": st.column_config.NumberColumn("time (ms)", format="%.3f"),
-        "share_pct": st.column_config.NumberColumn("share %", format="%.1f"),
-        "flops": st.column_config.NumberColumn(format="%.3e"),
+        "share_pct": st.column_config.NumberColumn("share of GPU time (%)", format="%.1f"),
+        "mean_us": st.column_config.NumberColumn("mean (µs)", format="%.1f"),
+        "modelled_pct": st.column_config.NumberColumn("time modelled (%)", format="%.0f"),
+        "flops": st.column_config.NumberColumn("GFLOP", format="%.2f"),
         "bytes": st.column_config.NumberColumn(
-            format="%.3e",
+            "GB",
+            format="%.3f",
             help="Modelled DRAM bytes: operands read once, output written. cuBLAS xmma GEMMs "
             "whose operand exceeds L2 add one re-read per wave of CTAs; other large GEMMs "
             "(nvjet, TF32 on Hopper, CUTLASS) can read more than this.",
@@ -118,11 +124,29 @@ st.dataframe(
         "achieved_tflops": st.column_config.NumberColumn("TFLOP/s", format="%.2f"),
         "achieved_gbps": st.column_config.NumberColumn("GB/s", format="%.0f"),
         "pct_of_ceiling": st.column_config.NumberColumn("% of ceiling", format="%.1f"),
+        "pct_of_datasheet": st.column_config.NumberColumn("% of datasheet", format="%.1f"),
+        "pct_of_measured": st.column_config.NumberColumn("% of measured", format="%.1f"),
+        "note": st.column_config.TextColumn("not modelled because"),
     },
 )
 with st.expander("Per step"):
     per_step = rf.step_metrics(work, facts.steps, spec, tokens_per_step=tokens)
-    st.dataframe(per_step, hide_index=True, width="stretch")
+    st.dataframe(
+        per_step.assign(flops=per_step["flops"] / 1e9, bytes=per_step["bytes"] / 1e9).rename(
+            columns={
+                "flops": "GFLOP",
+                "bytes": "GB",
+                "hbm_gbps": "HBM (GB/s)",
+                "achieved_tflops": "achieved (TFLOP/s)",
+                "mfu_pct": "MFU (%)",
+                "hbm_bw_util_pct": "HBM bandwidth (%)",
+                "tokens_per_s": "tokens/s",
+                "step_time_ms": "step time (ms)",
+            }
+        ),
+        hide_index=True,
+        width="stretch",
+    )
 if spec is not None:
     with st.expander("Roofs (TFLOP/s)"):
         st.dataframe(

@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from analysis.text import plural
 from data.errors import DashError
 from pages._ui import fmt_bytes, md, show_error, store
 
@@ -31,7 +32,7 @@ view = pd.DataFrame(
         ),
     }
 )
-st.caption(f"{len(view)} run(s) in {md(s.data_dir, None)}")
+st.caption(f"{plural(len(view), 'run')} in {md(s.data_dir, None)}")
 picked = st.dataframe(
     view,
     hide_index=True,

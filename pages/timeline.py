@@ -1,77 +1,164 @@
-"""Timeline: streams × time for every rank, with level of detail (analysis/timeline.py).
+"""Timeline: per rank, its CPU threads (ops, annotations, modules, runtime calls as nested
+slices) above its GPU streams, drawn by a browser component (pages/_timeline/): wheel zoom and
+drag pan in the browser, the detail of each new window loaded from the store; step
+boundaries, kernels coloured by class, names on slices wide enough to hold them; select a
+kernel for its launch and op (or an op for its kernels); search by name.
 
-A window with at most MAX_SHAPES GPU activities is drawn kernel by kernel (hover: op,
-shapes, duration, grid, block, occupancy); a larger one as busy fraction per time bucket.
-Streamlit reports selections, not zoom events, so the window is chosen with the slider or by
-box-selecting a range on the chart.
+Each window carries at most 20 000 shapes and 10 MB (analysis/timeline_budget.py). Links from
+other pages: ?t0_ns=…&t1_ns=… (absolute ns) opens a window, ?highlight=<kernel name> (repeated)
+outlines those kernels, ?rec=<id> names the recommendation they came from.
 """
 
+import pandas as pd
 import streamlit as st
 
-from analysis import timeline as tl
-from analysis.figures.timeline import timeline_figure
-from analysis.load import load_lanes, load_timeline_window
+from analysis import timeline_view as tv
+from analysis.load import (
+    load_explore_window,
+    load_kernel_links,
+    load_lanes,
+    load_op_kernels,
+    load_search,
+    load_step_marks,
+    load_threads,
+)
+from pages._timeline_component import timeline
 from pages._ui import require_run
 
+SEARCH_HITS = 200
+OP_KERNELS = 500
+HIT_MARGIN = 4.0  # a search hit opens a window this many times its duration wide
+
 s, run_id = require_run()
-st.title("Kernel timeline")
-lanes = load_lanes(s, run_id)
-if lanes.empty:
-    st.info("This run has no GPU activity (a CPU-only trace): there is no timeline to draw.")
+st.title("Timeline")
+streams, threads = load_lanes(s, run_id), load_threads(s, run_id)
+if streams.empty and threads.empty:
+    st.info("This run holds no CPU slices and no GPU activity: there is nothing to draw.")
     st.stop()
-origin, end = int(lanes["first_ns"].min()), int(lanes["last_ns"].max())
-span_ms = (end - origin) / 1e6
-win_key, sel_key, applied_key = f"tl_window_{run_id}", f"tl_select_{run_id}", f"tl_applied_{run_id}"
+lanes = tv.lane_table(threads, streams)
+firsts = [int(f["first_ns"].min()) for f in (streams, threads) if len(f)]
+lasts = [int(f["last_ns"].max()) for f in (streams, threads) if len(f)]
+origin, end = min(firsts), max(lasts)
+marks = load_step_marks(s, run_id)
+key = f"tl_{run_id}"
+state = st.session_state.setdefault(
+    f"tl_state_{run_id}", {"t0": origin, "t1": end, "answers": 0, "view_id": 0, "sel": None}
+)
 
-# A box drawn on the previous run's chart becomes the window (once per distinct box).
-boxes = (st.session_state.get(sel_key) or {}).get("selection", {}).get("box", [])
-if boxes and boxes[0].get("x") and boxes[0] != st.session_state.get(applied_key):
-    x0, x1 = sorted(float(x) for x in boxes[0]["x"][:2])
-    st.session_state[applied_key] = boxes[0]
-    st.session_state[win_key] = (max(0.0, x0), min(span_ms, x1))
 
-# A link from another page (?t0_ns=…&t1_ns=…, absolute ns) opens on that window, once.
+def move_to(t0_ns: int, t1_ns: int, sel: dict[str, object] | None = None) -> None:
+    """Open a window from Python (a link, a search hit): the component adopts it."""
+    state.update(t0=max(origin, t0_ns), t1=min(end, max(t1_ns, t0_ns + 1)), sel=sel)
+    state["view_id"] += 1
+
+
+# A link from another page opens its window once (the Recommendations page's kernels).
 link = (st.query_params.get("t0_ns"), st.query_params.get("t1_ns"))
 if link[0] and link[1] and link != st.session_state.get(f"tl_link_{run_id}"):
     st.session_state[f"tl_link_{run_id}"] = link
-    st.session_state[win_key] = (
-        min(max(0.0, (int(link[0]) - origin) / 1e6), span_ms),
-        min(max(0.0, (int(link[1]) - origin) / 1e6), span_ms),
-    )
-
-left, right = st.columns([5, 1])
-window = left.slider(
-    "Window (ms from the first GPU activity)",
-    min_value=0.0,
-    max_value=span_ms,
-    value=(0.0, span_ms),
-    step=max(span_ms / 10_000, 0.001),
-    format="%.3f",
-    key=win_key,
-)
-if right.button("Whole run", icon=":material/zoom_out_map:"):
-    st.session_state.pop(win_key, None)
-    st.rerun()
-t0, t1 = origin + int(window[0] * 1e6), origin + max(int(window[1] * 1e6), 1)
-view = load_timeline_window(s, run_id, lanes, t0, t1)
-if view.bucket_ns is None:
-    st.caption(f"{view.count:,} GPU activities in the window, each drawn; hover for details.")
-else:
+    move_to(int(link[0]), int(link[1]))
+highlight = tuple(st.query_params.get_all("highlight"))
+if highlight:
+    rec = st.query_params.get("rec")
     st.caption(
-        f"{view.count:,} GPU activities in the window: busy fraction per "
-        f"{view.bucket_ns / 1e3:,.1f} µs bucket (hover: the kernel with the most time). Narrow "
-        f"the window to at most {tl.MAX_SHAPES:,} activities, or box-select a range, to see "
-        "single kernels."
+        f"Outlined in orange: {len(highlight)} kernel name{'s' if len(highlight) > 1 else ''}"
+        + (f" behind the recommendation {rec}" if rec else "")
+        + "."
     )
-figure = timeline_figure(view)
-figure.update_layout(dragmode="select")
-st.plotly_chart(figure, width="stretch", on_select="rerun", selection_mode="box", key=sel_key)
 
-with st.expander("Lanes"):
-    st.dataframe(
-        lanes.assign(span_ms=(lanes["last_ns"] - lanes["first_ns"]) / 1e6).drop(
-            columns=["first_ns", "last_ns"]
+needle = st.text_input(
+    "Search by name", key=f"tl_search_{run_id}", placeholder="e.g. nvjet, aten::mm"
+)
+if needle:
+    hits = load_search(s, run_id, needle, SEARCH_HITS)
+    total = int(hits["matches"].iloc[0]) if len(hits) else 0
+    if not total:
+        st.caption("No slice has that in its name.")
+    else:
+
+        def go() -> None:
+            i = st.session_state[f"tl_hit_{run_id}"]
+            if i is None:
+                return
+            h = hits.iloc[i]
+            pad = int(max(h["dur_ns"], 1_000) * HIT_MARGIN)
+            sel = {"lane": h["lane"], "kind": "gpu" if h["lane"] == "gpu" else h["kind"],
+                   "rank": int(h["rank"]), "link": int(h["link"]) if pd.notna(h["link"]) else -1,
+                   "ts": (int(h["ts_ns"]) - origin) / 1e3, "name": str(h["name"])}  # fmt: skip
+            move_to(int(h["ts_ns"]) - pad, int(h["ts_ns"] + h["dur_ns"]) + pad, sel)
+
+        st.selectbox(
+            f"{total:,} slices match; outlined in yellow. Go to",
+            range(len(hits)),
+            index=None,
+            format_func=lambda i: (
+                f"{(hits['ts_ns'].iloc[i] - origin) / 1e6:,.3f} ms · "
+                f"{hits['lane'].iloc[i].upper()} · {hits['name'].iloc[i][:120]}"
+            ),
+            key=f"tl_hit_{run_id}",
+            on_change=go,
+        )
+
+
+@st.fragment
+def view() -> None:
+    """The component and the selection's details; a zoom, pan or click reruns only this."""
+    value = st.session_state.get(key)
+    if value and value.get("seq", 0) > state["answers"]:
+        state["answers"] = value["seq"]
+        state["t0"] = origin + int(float(value["t0"]) * 1e3)
+        state["t1"] = origin + max(int(float(value["t1"]) * 1e3), state["t0"] - origin + 1)
+        state["sel"] = value.get("sel")
+    w = load_explore_window(s, run_id, len(streams), state["t0"], state["t1"])
+    sel, linked = state["sel"], None
+    if sel and sel.get("link", -1) >= 0:
+        if sel["lane"] == "gpu" or sel["kind"] == "runtime":
+            linked = load_kernel_links(s, run_id, int(sel["rank"]), int(sel["link"]))
+        elif sel["kind"] == "op":
+            k = load_op_kernels(s, run_id, int(sel["rank"]), int(sel["link"]), OP_KERNELS)
+            linked = k.rename(columns={"device": "pid", "stream": "tid"}).assign(lane="gpu")
+    timeline(
+        tv.payload(
+            w, lanes, origin, end, marks, answers=state["answers"], view_id=state["view_id"],
+            search=needle, highlight=highlight, linked=linked, selected=sel,
         ),
+        key,
+    )  # fmt: skip
+    if not sel:
+        st.caption(
+            "Click a slice for what it is linked to: a kernel's launch and op, an op's kernels."
+        )
+        return
+    st.subheader("Selected")
+    st.text(f"{sel['name']} ({'GPU' if sel['lane'] == 'gpu' else 'CPU ' + str(sel['kind'])}, "
+            f"rank {sel['rank']})")  # fmt: skip
+    if linked is None or linked.empty:
+        st.caption(
+            "This op launched no GPU work itself (the ops inside it did)."
+            if sel["kind"] == "op"
+            else "Nothing in the trace links to this slice."
+        )
+        return
+    shown = pd.DataFrame({
+        "role": linked.get("role", "kernel"),
+        "name": linked["name"].astype(str),
+        "start (ms)": (linked["ts_ns"] - origin) / 1e6,
+        "duration (µs)": linked["dur_ns"] / 1e3,
+        "where": [f"rank {r} · {'stream' if ln == 'gpu' else 'thread'} {t}" for r, ln, t in
+                  zip(linked["rank"], linked["lane"], linked["tid"], strict=True)],
+        "input shapes": linked.get("input_dims"),
+    })  # fmt: skip
+    st.dataframe(
+        shown,
         hide_index=True,
         width="stretch",
+        column_config={
+            "start (ms)": st.column_config.NumberColumn(format="%.3f"),
+            "duration (µs)": st.column_config.NumberColumn(format="%.1f"),
+        },
     )
+
+
+view()
+with st.expander("Lanes"):
+    st.dataframe(lanes[["label", "kind"]], hide_index=True, width="stretch")

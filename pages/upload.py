@@ -5,6 +5,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from analysis.text import plural
 from data.errors import DashError, error_text
 from data.scratch import scratch
 from pages._ui import md, run_ingest, show_error, store
@@ -58,10 +59,11 @@ if st.button("Ingest", type="primary", icon=":material/upload:"):
             show_error(DashError(message))
     bar.progress(1.0, text="Ingested")
     summary = s.run_summary(run_id)
+    ranks, bad = int(summary["rank_count"]), int(summary["events_malformed"])
     st.success(
-        f"Run **{md(summary['name'])}** (`{run_id}`): {summary['rank_count']} rank(s), "
+        f"Run **{md(summary['name'])}** (`{run_id}`): {plural(ranks, 'rank')}, "
         f"{summary['kernel_count']:,} kernels, {summary['events_total']:,} events"
-        + (f", {summary['events_malformed']:,} malformed" if summary["events_malformed"] else ""),
+        + (f", {bad:,} malformed" if bad else ""),
         icon="✅",
     )
     st.session_state["run"] = run_id

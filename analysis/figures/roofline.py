@@ -61,9 +61,13 @@ def roofline_figure(rows: pd.DataFrame, roof_sets: list[Ceilings], height: int =
                                     axis=-1),
                 hovertemplate=_HOVER,
             )  # fmt: skip
+    # One label per decade, as powers of ten: plotly's default labels 2 and 5 between decades
+    # and writes 1e-5 as "10μ", and the lowest labels of the two axes touched in the corner.
+    decades = {"type": "log", "dtick": 1, "exponentformat": "power", "ticks": "outside",
+               "automargin": True}  # fmt: skip
     fig.update_layout(
-        xaxis={"type": "log", "title": "arithmetic intensity (FLOP/byte)"},
-        yaxis={"type": "log", "title": "achieved TFLOP/s"},
+        xaxis={**decades, "title": "arithmetic intensity (FLOP/byte)"},
+        yaxis={**decades, "title": "achieved TFLOP/s"},
         height=height, **LAYOUT,
     )  # fmt: skip
     return fig

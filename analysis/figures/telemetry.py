@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pandas as pd
 import plotly.graph_objects as go
 
-from analysis.telemetry import THROTTLE_BITS
+from analysis.telemetry import THROTTLE_BITS, gpu_label
 from analysis.text import plot_text
 
 
@@ -74,7 +74,7 @@ def gpu_panels(
     groups = frame.groupby(["host", "gpu"], sort=True).indices
     for n, (group, at) in enumerate(sorted(groups.items())):
         host, gpu = str(group[0]), int(group[1])  # type: ignore[index]
-        name, color = f"{plot_text(str(host))}:{gpu}", palette[n % len(palette)]
+        name, color = plot_text(gpu_label(host, gpu)), palette[n % len(palette)]
         for i, key in enumerate(panels, start=1):
             panel, yaxis = PANELS[key], f"y{i}"
             traces.append(

@@ -19,7 +19,7 @@ from analysis.figures.timeline import timeline_figure
 from analysis.load import TimelineWindow
 from analysis.report.sections import Chart, Table
 from analysis.specs import DeviceSpec
-from analysis.text import clip, fmt, fmt_sig
+from analysis.text import clip, fmt, fmt_sig, plural
 
 CHART_SECTIONS = ("roofline", "bandwidth", "breakdown", "timeline")
 NO_GPU = "No GPU activity in this run (a CPU-only trace): {}."
@@ -132,6 +132,7 @@ def _timeline(view: TimelineWindow) -> Chart:
     )
     return Chart(
         timeline_figure(view),
-        f"The whole run: {view.count:,} GPU activities on {len(view.lanes)} lane(s) (rank · "
+        f"The whole run: {plural(view.count, 'GPU activity', 'GPU activities')} on "
+        f"{plural(len(view.lanes), 'lane')} (rank · "
         f"stream) over {(last - first) / 1e6:,.3f} ms, {how}. The Timeline page zooms in.",
     )

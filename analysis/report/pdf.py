@@ -10,8 +10,9 @@ from typing import Any
 
 import matplotlib
 from fpdf import FPDF
-from fpdf.enums import XPos, YPos
+from fpdf.enums import MethodReturnValue, XPos, YPos
 from fpdf.fonts import FontFace
+from PIL.Image import Image
 
 from analysis.report.sections import (
     Block,
@@ -30,6 +31,9 @@ FONTS = Path(matplotlib.get_data_path()) / "fonts" / "ttf"
 SANS, MONO = "DejaVu", "DejaVuMono"
 TEXT_PT, SMALL_PT, TABLE_PT, CODE_PT = 10, 8.5, 7, 8
 LINE_MM = 5.0
+CODE_LINE_MM = 4.0
+HEADING_MM = 10.0
+MIN_FOLLOW_MM = 25.0  # what must follow a heading or a table's title on its page
 HEADINGS = FontFace(emphasis="BOLD", fill_color=(246, 248, 250))
 NAME_CHARS = 80  # kernel names in table cells; the HTML and Markdown reports keep them whole
 
@@ -63,12 +67,22 @@ def _text(pdf: FPDF, text: str, size: float = TEXT_PT, style: str = "") -> None:
     pdf.ln(1)
 
 
-def _heading(pdf: FPDF, text: str, size: float = 15) -> None:
+def _keep(pdf: FPDF, height_mm: float) -> None:
+    """Start a new page unless `height_mm` still fit on this one: a block that does not
+    fit starts on the next page whole, instead of leaving two lines of it there."""
+    if pdf.get_y() + height_mm > pdf.page_break_trigger and pdf.get_y() > pdf.t_margin + 1:
+        pdf.add_page()
+
+
+def _heading(pdf: FPDF, text: str, size: float = 15, first_mm: float = 0.0) -> None:
+    """A heading, kept on one page with the start of what follows it (`first_mm` high)."""
+    _keep(pdf, min(HEADING_MM + max(first_mm, MIN_FOLLOW_MM), pdf.eph))
     pdf.ln(2)
     _text(pdf, text, size, "B")
 
 
 def _table(pdf: FPDF, t: Table) -> None:
+    _keep(pdf, MIN_FOLLOW_MM)  # the title and the header with a row or two
     if t.title:
         _text(pdf, t.title, SMALL_PT, "B")
     pdf.set_font(SANS, size=TABLE_PT)
@@ -91,39 +105,65 @@ def _table(pdf: FPDF, t: Table) -> None:
     pdf.ln(3)
 
 
-def _code(pdf: FPDF, code: str) -> None:
+_CODE: dict[str, Any] = {"align": "L", "fill": True, "padding": 2}
+
+
+def _code_height(pdf: FPDF, code: str) -> float:
+    pdf.set_font(MONO, size=CODE_PT)
+    height = pdf.multi_cell(
+        0, CODE_LINE_MM, code.rstrip(), dry_run=True, output=MethodReturnValue.HEIGHT, **_CODE
+    )
+    assert isinstance(height, float | int)
+    return float(height)
+
+
+def _code(pdf: FPDF, code: str, label: str) -> None:
+    """A labelled code block, kept whole on one page with its label when it fits a page."""
+    _keep(pdf, min(LINE_MM + 1 + _code_height(pdf, code), pdf.eph))
+    _text(pdf, label, TEXT_PT, "B")
     pdf.set_font(MONO, size=CODE_PT)
     pdf.set_fill_color(246, 248, 250)
     pdf.multi_cell(
-        0,
-        4,
-        printable(code.rstrip()),
-        align="L",
-        fill=True,
-        padding=2,
-        new_x=XPos.LMARGIN,
-        new_y=YPos.NEXT,
+        0, CODE_LINE_MM, printable(code.rstrip()), new_x=XPos.LMARGIN, new_y=YPos.NEXT, **_CODE
     )
     pdf.ln(3)
 
 
 def _recommendation(pdf: FPDF, r: Recommendation) -> None:
     rec = r.rec
-    _heading(pdf, f"{r.rank}. {rec.get('title', '')}", 12)
+    _heading(pdf, f"{r.rank}. {rec.get('title', '')}", 12, MIN_FOLLOW_MM)
     _text(pdf, f"{rec.get('id', '')} · {saving_text(rec)}", SMALL_PT)
     if rec.get("why"):
         _text(pdf, str(rec["why"]))
     if targets := targets_text(rec, NAME_CHARS):
         _text(pdf, targets, SMALL_PT)
+    _keep(pdf, 3 * LINE_MM)  # the label and the first line of evidence
     _text(pdf, "Evidence", TEXT_PT, "B")
     for e in rec.get("evidence") or []:
         _text(pdf, f"•  {e}", SMALL_PT)
-    _text(pdf, "Fix", TEXT_PT, "B")
-    _code(pdf, str(rec.get("fix") or ""))
+    _code(pdf, str(rec.get("fix") or ""), "Fix")
 
 
-def _block(pdf: FPDF, b: Block) -> None:
-    if isinstance(b, str):
+def _image(pdf: FPDF, b: Block, images: dict[int, Image]) -> Image | None:
+    """The static image of a chart block (drawn once), None for any other block."""
+    if isinstance(b, str | Note | Table | Recommendation):
+        return None
+    if id(b) not in images:
+        images[id(b)] = figure_image(b)
+    return images[id(b)]
+
+
+def _image_mm(pdf: FPDF, image: Image) -> float:
+    return float(pdf.epw * image.height / image.width)
+
+
+def _block(pdf: FPDF, b: Block, images: dict[int, Image]) -> None:
+    image = _image(pdf, b, images)
+    if image is not None:
+        _keep(pdf, _image_mm(pdf, image))
+        pdf.image(image, w=pdf.epw)
+        pdf.ln(2)
+    elif isinstance(b, str):
         _text(pdf, b)
     elif isinstance(b, Note):
         _text(pdf, b.text, SMALL_PT)
@@ -131,25 +171,22 @@ def _block(pdf: FPDF, b: Block) -> None:
         _table(pdf, b)
     elif isinstance(b, Recommendation):
         _recommendation(pdf, b)
-    else:
-        pdf.image(figure_image(b), w=pdf.epw)
-        pdf.ln(2)
 
 
 def render_pdf(doc: dict[str, Any], charts: dict[str, Chart]) -> bytes:
     """The whole report as PDF bytes: `doc` is analysis.report.document.report_json's dict, `charts`
-    analysis.report.charts.report_charts's. The summary and metrics share the first page;
-    every other section starts a page."""
+    analysis.report.charts.report_charts's. Sections follow each other on a page; a
+    heading, a chart or a fix that would not fit starts the next page."""
     run = doc["run"]
     title = f"GPU performance report: {run['name']}"
     pdf = _new_pdf(title)
     pdf.add_page()
     _heading(pdf, title, 18)
     _text(pdf, f"run {run['id']} · {run['device_name'] or '—'}", SMALL_PT)
-    for sid, name, blocks in report_blocks(doc, charts):
-        if sid not in ("summary", "metrics"):
-            pdf.add_page()
-        _heading(pdf, name)
+    images: dict[int, Image] = {}
+    for _, name, blocks in report_blocks(doc, charts):
+        first = _image(pdf, blocks[0], images) if blocks else None
+        _heading(pdf, name, first_mm=0.0 if first is None else _image_mm(pdf, first))
         for b in blocks:
-            _block(pdf, b)
+            _block(pdf, b, images)
     return bytes(pdf.output())

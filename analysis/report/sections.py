@@ -17,7 +17,7 @@ from analysis.host_regions import REGION_NOTE
 from analysis.metrics import METRICS, REPORT_METRICS
 from analysis.rules.recommend import MINOR_PCT
 from analysis.step_model import BASIS
-from analysis.text import clip, fmt, fmt_sig
+from analysis.text import clip, fmt, fmt_sig, plural
 
 # (id, title) in report order; the ids are the HTML anchors.
 SECTIONS = (
@@ -90,7 +90,7 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
     if recs:
         top = recs[0]
         lines.append(
-            f"{len(recs)} recommendation(s); the largest: {top['title']} "
+            f"{plural(len(recs), 'recommendation')}; the largest: {top['title']} "
             f"(about {fmt(top.get('est_saving_pct'), 1)} % of step time, "
             f"{top.get('confidence', '—')} confidence)."
         )

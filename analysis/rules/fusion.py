@@ -62,6 +62,32 @@ def _score_signatures(facts: Facts) -> tuple[set[int], set[int], int]:
     return found, soft, max((s[-1] for s in scores), default=0)
 
 
+def is_causal(facts: Facts, seq: int) -> bool:
+    """A causal (decoder) mask in the trace: an op reads a [B, 1, S, S] mask, one per
+    sequence broadcast over the heads (GPT-2's torch.where, Llama's additive causal mask), or
+    builds one with tril/triu. A padding mask is [B, 1, 1, S] and a vision or encoder model
+    has no S x S mask at all: both are bidirectional (BERT's [1, 512, 512] position
+    embeddings are 3-D, no mask)."""
+    sig = facts.ops.drop_duplicates("signature")
+    for name, shapes in zip(sig["name"].astype(str), map(dims, sig["input_dims"]), strict=True):
+        for s in shapes:
+            square = len(s) >= 2 and s[-1] == s[-2] == seq
+            if square and (re.search(r"tril|triu", name) or (len(s) == 4 and s[1] == 1)):
+                return True
+    return False
+
+
+def attention_fix(causal: bool, training: bool) -> str:
+    """SDPA written for the case: is_causal only for a causal mask, dropout only in training."""
+    mask = "is_causal=True" if causal else "attn_mask=padding_mask"  # padding_mask: or None
+    drop = ", dropout_p=p if self.training else 0.0" if training else ""
+    note = "causal (decoder)" if causal else "bidirectional (encoder, vision): no is_causal"
+    return (
+        f"# q, k, v: [batch, heads, seq, head_dim]; {note}\n"
+        f"y = torch.nn.functional.scaled_dot_product_attention(q, k, v, {mask}{drop})"
+    )
+
+
 def _rows_of(facts: Facts, signatures: set[int]) -> pd.DataFrame:
     ids = facts.ops[facts.ops["signature"].isin(signatures)][["rank", "external_id"]]
     return facts.kernels.merge(
@@ -123,6 +149,7 @@ def fused_attention(facts: Facts) -> Finding | None:
         ),
         kernels=top_names(rows, "name", 5),
         ops=ops,
+        fix=attention_fix(is_causal(facts, seq), facts.is_training),
     )
 
 

@@ -104,7 +104,7 @@ def recommend(facts: Facts) -> list[Recommendation]:
                 est_saving_pct=pct,
                 confidence=found.confidence,
                 evidence=found.evidence,
-                fix=entry.fix,
+                fix=found.fix or entry.fix,
                 why=found.why,
                 kernels=found.kernels,
                 ops=found.ops,

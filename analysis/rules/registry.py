@@ -17,7 +17,8 @@ class Finding:
     (`why`), the kernels/ops it points at, and what its fix removes from a step run without
     the profiler: GPU time, host time, serialized waiting (analysis.step_model; the saving
     is the step before less the step after). `saving_ms` is a saving the rule derives
-    itself (per sequence, per sample, the straggler's lead), taken as it is."""
+    itself (per sequence, per sample, the straggler's lead), taken as it is; `fix` is the
+    fix written for this run's case (causal or not, training or inference)."""
 
     confidence: str
     evidence: tuple[str, ...]
@@ -28,6 +29,7 @@ class Finding:
     host_ms: float = 0.0
     serial_ms: float = 0.0
     saving_ms: float | None = None
+    fix: str = ""  # empty: the catalog's fix
 
 
 Detect = Callable[[Facts], "Finding | None"]

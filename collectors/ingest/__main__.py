@@ -49,7 +49,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--python-functions",
         action="store_true",
-        help="also store python_function events (off by default: large)",
+        help="store every python_function event (by default only the nn.Module ones: the "
+        "others are large)",
     )
     ap.add_argument(
         "--progress-json",

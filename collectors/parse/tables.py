@@ -42,6 +42,7 @@ _CATEGORY_BUCKET = {
 
 Parts = dict[str, list[tuple[int, pa.Table]]]  # table -> (chunk index, rows)
 _PH, _FIRST = attrgetter("ph"), itemgetter(0)
+MODULE_PREFIX = "nn.Module: "
 _MEMCPY = re.compile(r"Memcpy (\w+)(?: \((\w+) -> (\w+)\))?")
 
 
@@ -73,7 +74,13 @@ class _Builder:
                 )
                 self.trace.category_counts[f"{ph}/{cat}"] += count
                 bucket = _CATEGORY_BUCKET.get(cat) if ph == "X" else None
-                if bucket is not None and (bucket != "python" or self.include_python):
+                if bucket == "python" and not self.include_python:
+                    # nn.Module ranges (with_modules / with_stack) are kept: a few hundred
+                    # per step, and they name the module that launched the work.
+                    mods = [e for e in group if e.name.startswith(MODULE_PREFIX)]
+                    buckets.setdefault(bucket, []).extend(mods)
+                    self.trace.events_skipped += count - len(mods)
+                elif bucket is not None:
                     buckets.setdefault(bucket, []).extend(group)
                 elif ph in ("i", "I"):
                     mem = [e for e in group if e.name == "[memory]"]
@@ -92,8 +99,7 @@ class _Builder:
         ]
         self._add("annotations", pa.concat_tables(ann))
         self._add("memory_events", self._memory(memory))
-        if self.include_python:
-            self._add("python_functions", self._python(buckets.get("python", [])))
+        self._add("python_functions", self._python(buckets.get("python", [])))
 
     def _add(self, table: str, part: pa.Table) -> None:
         if part.num_rows:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.browser import dashboard_server, launch, require_chromium, settle
+from helpers.browser import dashboard, launch, settle
 from helpers.hostile import MARKUP, markup_trace
 from helpers.paths import SAMPLES
 from playwright import sync_api as playwright
@@ -44,8 +44,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
 
 @pytest.fixture(scope="module")
 def browser_page(store: tuple[Path, str, str]) -> Iterator[tuple[Any, str, dict[str, list[str]]]]:
-    require_chromium()
-    with dashboard_server(store[0]) as url, playwright.sync_playwright() as p:
+    with dashboard(store[0]) as url, playwright.sync_playwright() as p:
         browser = launch(p)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         seen: dict[str, list[str]] = {"elsewhere": [], "dialogs": []}

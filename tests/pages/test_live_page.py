@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import csv
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from helpers.pages import dashboard_store, open_page, shown
 from helpers.paths import REPO, SAMPLES
@@ -14,6 +16,8 @@ from streamlit.testing.v1 import AppTest
 from collectors.ingest import ingest
 from collectors.nvml import NvmlSampler
 from collectors.nvml_source import ReplaySource
+from data import reads_telemetry as rt
+from data.store import Store
 
 PHASES = REPO / "data" / "samples" / "nvml_phases_h200.csv"
 
@@ -55,26 +59,60 @@ def test_live_page_labels_replayed_data_and_flags_the_trap(store_dir: Path) -> N
     assert not at.error
     warnings = [shown(w.value) for w in at.warning]
     assert any(w.startswith("Replayed data") for w in warnings)
-    # Host and GPU names are escaped for Markdown (they may come from a Prometheus label).
-    trap = [w for w in warnings if "node-b:0" in w and "utilization-trap" in w]
+    trap = [w for w in warnings if "node-b · GPU 0" in w and "utilization-trap" in w]
     assert len(trap) == 1
     assert "PCIe copy" in trap[0]
-    assert not any("node-a:0" in w for w in warnings)  # a busy training run: no alert
-    headers = [shown(m.value) for m in at.markdown if m.value.startswith("**node")]
-    assert headers == ["**node-a:0** · replay of gpt_train_bf16.nvml.csv · _replayed_",
-                       "**node-b:0** · NVIDIA H200 · _replayed_"]  # fmt: skip
+    assert not any("node-a · GPU 0" in w for w in warnings)  # a busy training run: no alert
+    texts = [shown(m.value) for m in at.markdown]
+    headers = [t.split(" · _newest")[0] for t in texts if t.startswith("**node-")]
+    assert headers == ["**node-a · GPU 0** · replay of gpt_train_bf16.nvml.csv · _replayed_",
+                       "**node-b · GPU 0** · NVIDIA H200 · _replayed_"]  # fmt: skip
     metrics = {m.label for m in at.metric}
     assert {"SM activity", "HBM bandwidth", "Tensor cores", "Power", "SM clock MHz"} <= metrics
     assert "0 %" in [m.value for m in at.metric if m.label == "SM activity"]  # node-b
     charts = at.get("plotly_chart")
     assert charts
-    assert '"name":"node-b:0"' in charts[0].proto.spec.replace(" ", "")
+    assert '"name":"node-b·GPU0"' in charts[0].proto.spec.replace(" ", "")
+
+
+def test_old_samples_are_never_called_live(store_dir: Path) -> None:
+    # GIVEN recordings replayed with their recorded times (days old)
+    at = live_page()
+    assert not at.success
+    stale = [w.value for w in at.warning if w.value.startswith("Not live")]
+    assert len(stale) == 1
+    newest = max(
+        int(v) for v in rt.gpus(Store(store_dir))["last_ns"]
+    )  # the newest sample of any GPU
+    when = pd.Timestamp(newest, unit="ns", tz="UTC").strftime("%Y-%m-%d %H:%M:%S UTC")
+    assert f"old ({when}); no agent has reported since" in stale[0]
+    days = (time.time_ns() - newest) / 86400e9
+    assert f"the newest sample is {days:.1f} days old" in stale[0]
+
+
+def test_a_fresh_replay_reads_as_live(tmp_path: Path) -> None:
+    # GIVEN a recording played back now (its samples get this moment's times)
+    s = NvmlSampler(
+        tmp_path, host="node-c", source=ReplaySource([SAMPLES / "gpt_train_bf16.nvml.csv"])
+    )
+    s.open()
+    s.drain()
+    s.close()
+    with dashboard_store(tmp_path):
+        at = live_page()
+    assert at.success[0].value.startswith("Live · newest sample ")
+    assert not [w for w in at.warning if w.value.startswith("Not live")]
 
 
 def test_live_page_shows_a_trace_runs_telemetry(store_dir: Path) -> None:
     at = live_page()
     captions = [c.value for c in at.caption]
-    assert any(c.startswith("2 samples from") for c in captions), captions
+    window = rt.run_window(Store(store_dir), Store(store_dir).runs()["run_id"].iloc[0])
+    assert window is not None
+    start = pd.Timestamp(window[0], unit="ns", tz="UTC").strftime("%Y-%m-%d %H:%M:%S UTC")
+    assert any(
+        c.startswith("2 samples from 20") and f"the trace spans {start}" in c for c in captions
+    ), captions
     assert len(at.get("plotly_chart")) == 2
 
 

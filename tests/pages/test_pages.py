@@ -103,8 +103,19 @@ def test_upload_ingests_a_trace(store_dir: Path) -> None:
     at.button[0].click().run()
     assert not at.exception
     assert not at.error, [e.value for e in at.error]
-    assert "Run **decode_b1_eager**" in shown(at.success[0].value)
-    assert len(Store(store_dir).runs()) == before + 1
+    runs = Store(store_dir).runs()
+    assert len(runs) == before + 1
+    new = runs.iloc[0]
+    # the name as written, one rank, no "(s)"
+    assert shown(at.success[0].value).startswith(
+        f"Run **decode_b1_eager** (`{new['run_id']}`): 1 rank, {new['kernel_count']:,} kernels"
+    )
+    # its overview names the file as uploaded, not the temporary folder it was read from
+    at.session_state["run"] = new["run_id"]
+    at.switch_page("pages/overview.py").run()
+    caption = shown(at.caption[0].value)
+    assert f"{new['run_id']} · file: {OTHER.name} · ingested 20" in caption
+    assert "upload-" not in caption
 
 
 def test_upload_rejects_bad_input_and_keeps_the_store(store_dir: Path) -> None:
@@ -116,7 +127,10 @@ def test_upload_rejects_bad_input_and_keeps_the_store(store_dir: Path) -> None:
     at.button[0].click().run()
     assert not at.exception
     assert len(at.error) == 1
-    assert shown(at.error[0].value).startswith("notes.json: not JSON")
+    # the reason names the file as the user chose it, not its temporary copy
+    reason = shown(at.error[0].value)
+    assert reason.startswith("notes.json: not JSON")
+    assert "upload-" not in reason
     assert s.checksums() == before
 
 

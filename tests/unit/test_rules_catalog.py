@@ -1,9 +1,12 @@
 """The catalog: every id of ARCHITECTURE.md, at least 18 with real detection, the README's
 table generated from it."""
 
+import ast
+
 from helpers.paths import REPO
 
 from analysis.rules.catalog import CATALOG, markdown
+from analysis.rules.fusion import attention_fix
 from analysis.rules.recommend import RULES
 
 ARCHITECTURE_IDS = {
@@ -36,3 +39,12 @@ def test_readme_catalog_is_the_generated_one() -> None:
     readme = (REPO / "README.md").read_text()
     block = readme.split("<!-- catalog:start -->\n")[1].split("<!-- catalog:end -->")[0]
     assert block == markdown()
+
+
+def test_attention_fix_is_python_and_drops_what_the_case_lacks() -> None:
+    for causal in (True, False):
+        for training in (True, False):
+            fix = attention_fix(causal, training)
+            ast.parse(fix)
+            assert ("is_causal=True" in fix) is causal
+            assert ("dropout_p" in fix) is training

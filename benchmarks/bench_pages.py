@@ -1,0 +1,133 @@
+"""Every page in headless Chromium: the time until it has finished rendering, on each demo run
+and on the 1.3 M-event benchmark run; then the timeline's zoom steps on the benchmark run.
+
+The real server (`streamlit run app.py`, tests/helpers/browser.py) and Debian's Chromium
+through Playwright. A page counts as rendered when Streamlit's script run has ended, every
+Plotly chart has drawn its SVG, every table its canvas and the timeline component its first
+window, and all of that has held a while (a first visit reruns once, D6); the figure is
+that moment minus the navigation's start. Each page is opened first with the server's caches
+empty ("first") and then N more times in fresh browser sessions ("again", the median).
+
+A zoom step is one wheel notch on the timeline's canvas until the component has drawn the new
+window's detail, measured in Python from the wheel event (so the component's 140 ms wait for
+the wheel to stop is included) and, by the component, from its request to the drawn detail.
+
+    python benchmarks/bench_pages.py [--data DIR] [--again 2] [--zoom-steps 8]
+
+DIR is a store holding the demo runs and the benchmark run; without it, a temporary one is
+made (the demo runs by the server's first start, the benchmark run from
+benchmarks/out/big_trace.json). Results in benchmarks/out/pages.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from analysis_common import BIG, ROOT
+
+sys.path.insert(0, str(ROOT / "tests"))
+from helpers.browser import component_frame, dashboard, launch, settle
+from playwright import sync_api as playwright
+
+from collectors.ingest import ingest
+from data.store import Store
+
+OUT = ROOT / "benchmarks" / "out" / "pages.json"
+RUN_FREE = ("runs", "upload", "live", "compare")  # pages that do not show the sidebar's run
+RUN_PAGES = ("overview", "operators", "kernels", "roofline", "bandwidth", "memory",
+             "breakdown", "timeline", "recommendations", "report")  # fmt: skip
+VIEWPORT = {"width": 1600, "height": 1000}
+
+
+def page_seconds(browser: Any, url: str) -> float:
+    """Seconds from navigation start to the page rendered (held for settle()'s 600 ms; Live,
+    which reruns its charts every second, for 250 ms)."""
+    page = browser.new_page(viewport=VIEWPORT)
+    try:
+        page.goto(url, wait_until="commit")
+        done = settle(page, timeout_ms=120_000, stable_ms=250 if "/live" in url else 600)
+        if page.get_by_test_id("stException").count():
+            raise RuntimeError(f"{url}: {page.get_by_test_id('stException').first.inner_text()}")
+        return done
+    finally:
+        page.close()
+
+
+def zoom_steps(browser: Any, url: str, steps: int) -> list[dict[str, float]]:
+    """Per wheel notch towards 60 % of the canvas: seconds until the new detail is drawn."""
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(url)
+    frame = component_frame(page)
+    box = frame.locator("canvas").bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + 40)
+    out = []
+    for _ in range(steps):
+        before = frame.evaluate("window.timeline.timings.length")
+        t = time.perf_counter()
+        page.mouse.wheel(0, -500)
+        frame.wait_for_function(f"window.timeline.timings.length > {before}", timeout=60_000)
+        wall = time.perf_counter() - t
+        own = frame.evaluate("window.timeline.timings[window.timeline.timings.length - 1]")
+        view = frame.evaluate("window.timeline.view")
+        out.append({"wheel_to_drawn_s": wall, "request_to_drawn_s": own["total"] / 1e3,
+                    "draw_s": own["draw"] / 1e3, "window_us": view[1] - view[0]})  # fmt: skip
+    page.close()
+    return out
+
+
+def load() -> dict[str, float]:
+    one, five, fifteen = os.getloadavg()
+    return {"load_1m": one, "load_5m": five, "load_15m": fifteen}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, help="a store holding the demo runs and the big run")
+    ap.add_argument("--again", type=int, default=2, help="visits after the first, per page")
+    ap.add_argument("--zoom-steps", type=int, default=8)
+    args = ap.parse_args()
+    data = args.data or Path(tempfile.mkdtemp(prefix="bench-pages-"))
+    result: dict[str, Any] = {"cpus": os.cpu_count(), "started": time.strftime("%F %T %Z"),
+                              "load_before": load(), "pages": {}}  # fmt: skip
+    with dashboard(data) as url, playwright.sync_playwright() as p:
+        page_seconds(launch(p), f"{url}/runs")  # the server's first start ingests the demo runs
+    if not (Store(data).runs()["name"] == "big").any():
+        ingest([BIG], data_dir=data, name="big")
+    runs = Store(data).runs()
+    big = str(runs.loc[runs["name"] == "big", "run_id"].iloc[0])
+    naive = str(runs.loc[runs["name"].str.contains("fp32_naive"), "run_id"].iloc[0])
+    with dashboard(data) as url, playwright.sync_playwright() as p:
+        browser = launch(p)
+        targets = list(zip(runs["name"], runs["run_id"], strict=True))
+        free = {p: [("-", "")] for p in RUN_FREE}
+        free["compare"] = [("default pair", ""), ("naive vs big", f"?before={naive}&after={big}")]
+        for page in (*RUN_FREE, *RUN_PAGES):
+            for name, run_id in free.get(page, targets):
+                q = run_id if page in free else f"?run={run_id}"
+                first = page_seconds(browser, f"{url}/{page}{q}")
+                again = [page_seconds(browser, f"{url}/{page}{q}") for _ in range(args.again)]
+                row = {"first_s": first, "again_s": statistics.median(again), **load()}
+                result["pages"][f"{page} · {name}"] = row
+                print(f"{page:16} {name:28} first {first:5.2f} s  again {row['again_s']:5.2f} s"
+                      f"  load {row['load_1m']:.1f}", flush=True)  # fmt: skip
+        result["zoom"] = zoom_steps(browser, f"{url}/timeline?run={big}", args.zoom_steps)
+        for z in result["zoom"]:
+            print(
+                f"zoom step: {z['wheel_to_drawn_s']:.2f} s wheel→drawn, "
+                f"{z['request_to_drawn_s']:.2f} s request→drawn, window {z['window_us']:,.0f} µs"
+            )
+        browser.close()
+    result["load_after"] = load()
+    OUT.write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
