@@ -2,6 +2,8 @@
 
 import streamlit as st
 
+from pages._ui import run_page
+
 st.set_page_config(page_title="GPU Perf Dashboard", page_icon="⚡", layout="wide")
 
 PAGES = [
@@ -31,4 +33,4 @@ PAGES = [
     st.Page("pages/report.py", title="Report", icon=":material/description:", url_path="report"),
 ]
 
-st.navigation(PAGES).run()
+run_page(st.navigation(PAGES))

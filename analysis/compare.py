@@ -23,7 +23,6 @@ in, a `Comparison` out.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -41,7 +40,7 @@ from analysis.metrics import COMPARE_METRICS
 from analysis.metrics import METRICS as LABELS
 from analysis.report.document import records, report_json
 from analysis.rules.catalog import NEEDS_SHAPES
-from data.cli import add_json_flag, cli_output
+from data.cli import CommandParser, add_json_flag, cli_output, parse_command
 
 # Modelled FLOPs and bytes: comparable only when both runs model about the same share of time
 # (kernels replayed by a CUDA graph have no op shapes, so decode_b1_cudagraph models 0.2 %).
@@ -334,7 +333,7 @@ def to_markdown(c: Comparison) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns the exit status."""
-    ap = argparse.ArgumentParser(
+    ap = CommandParser(
         prog="python -m analysis.compare",
         description="Compare two runs: metric deltas, time per kernel class, recommendations.",
     )
@@ -344,7 +343,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("-o", "--output", type=Path, help="output file (default: standard output)")
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR, help="store folder")
     add_json_flag(ap)
-    args = ap.parse_args(argv)
+    args = parse_command(ap, argv)
 
     def produce() -> str:
         before, after = resolve(args.data, args.before), resolve(args.data, args.after)

@@ -27,6 +27,7 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.kernel_classes import NAME_CHARS
 from analysis.model.dtypes import BYTES_PER_ELEMENT
 from analysis.model.gemm import GEMM_OPERANDS, TILED_GEMM_OPS
 from analysis.specs import DeviceSpec
@@ -107,7 +108,7 @@ def reread_bytes(launches: pd.DataFrame, ops: pd.DataFrame, l2_bytes: float) -> 
 def _launch_reread(r: dict[Hashable, Any], l2_bytes: float) -> float:
     """Re-read bytes of one launch (0 when the model does not apply)."""
     op = str(r["op_name"])
-    tile = TILED_KERNEL.match(str(r["name"]))
+    tile = TILED_KERNEL.match(str(r["name"])[:NAME_CHARS])  # a kernel name's start names it
     if tile is None or op not in TILED_GEMM_OPS:
         return 0.0
     ia, ib = GEMM_OPERANDS[op].a, GEMM_OPERANDS[op].b

@@ -19,6 +19,7 @@ right of the ridge point peak_p / bandwidth, "memory" left of it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -264,6 +265,19 @@ def _bound(rows: pd.DataFrame, roofs: Ceilings | None, occupancy: np.ndarray) ->
     latency = slow & (pct < LATENCY_FAR_BELOW_PCT)
     bound = np.where(latency, "latency", np.where(rows["intensity"] >= ridge, "compute", "memory"))
     return pd.Series(bound, index=rows.index, dtype=object).where(rows["intensity"].notna(), None)
+
+
+TOKENS_TAG = "tokens_per_step"
+
+
+def tokens_per_step(tags: dict[str, str]) -> float | None:
+    """The run's tag tokens_per_step as a positive finite number; None when it is absent or
+    is not one (a tag is free text: `--tag tokens_per_step=abc` crashed the Roofline page)."""
+    try:
+        tokens = float(tags.get(TOKENS_TAG, ""))
+    except ValueError:
+        return None
+    return tokens if 0 < tokens < math.inf else None
 
 
 def run_compute_metrics(

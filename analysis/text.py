@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import math
+from html import escape
 from typing import Any
+
+# C0 controls but tab and line breaks, and DEL: a NUL in a kernel name went into the HTML and
+# Markdown reports as it was (browsers and renderers then drop or mangle the text around it).
+_CONTROL = {c: "\ufffd" for c in [*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F]}
 
 
 def ms(x: float) -> str:
@@ -32,3 +37,14 @@ def fmt_sig(v: Any) -> str:
 def clip(text: str, n: int | None) -> str:
     """Text cut to n characters with an ellipsis (None: whole)."""
     return text if n is None or len(text) <= n else text[: n - 1] + "…"
+
+
+def printable(text: str) -> str:
+    """Text with its control characters (NUL, ESC, …) shown as U+FFFD."""
+    return text.translate(_CONTROL)
+
+
+def plot_text(text: str) -> str:
+    """Text for a plotly label or hover, shown as written: plotly reads a few HTML tags in
+    them (<b>, <br>, <a href=…>: a run named with one became a link) and entities."""
+    return escape(printable(text), quote=False)

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.breakdown import COMM, MEMCPY, MEMSET, event_classes
+from analysis.text import plot_text
 
 MAX_SHAPES = 20_000
 MAX_SPEC_BYTES = 10_000_000
@@ -60,9 +61,11 @@ def busy_grid(
 
 
 def clip(text: pd.Series, n: int) -> pd.Series:
-    """Texts cut to n characters with an ellipsis, missing ones as an em dash (vectorised)."""
+    """Texts cut to n characters with an ellipsis, missing ones as an em dash, as plotly
+    shows them literally (analysis.text.plot_text; vectorised)."""
     t = text.astype(object).where(text.notna(), "—").astype(str)
-    return t.where(t.str.len() <= n, t.str.slice(0, n - 1) + "…")
+    t = t.where(t.str.len() <= n, t.str.slice(0, n - 1) + "…")
+    return t.map(plot_text)
 
 
 def segments(window: pd.DataFrame, lanes: pd.DataFrame, origin_ns: int) -> pd.DataFrame:

@@ -17,7 +17,6 @@ one line; ``--json`` prints the result or the error as one JSON line (data.cli).
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import json
 import socket
@@ -31,7 +30,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from data.cli import Result, add_json_flag, run_command
+from data.cli import CommandParser, Result, add_json_flag, parse_command, run_command
 from data.errors import CudaUnavailableError, DashError
 from data.lake import Lake
 
@@ -161,7 +160,7 @@ def store_ceilings(data_dir: Path, doc: dict[str, Any], source: str) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns the exit status."""
-    ap = argparse.ArgumentParser(
+    ap = CommandParser(
         prog="python -m collectors.calibrate",
         description="Measure GPU 0's copy bandwidth and matmul rate per precision and store "
         "them as the roofline's measured ceilings (needs CUDA and torch).",
@@ -182,7 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also write the ceilings as a JSON file (the format --import reads)",
     )
     add_json_flag(ap)
-    args = ap.parse_args(argv)
+    args = parse_command(ap, argv)
 
     def body() -> Result:
         if args.import_file:

@@ -15,13 +15,14 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
 import signal
 import socket
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -35,15 +36,18 @@ from collectors.nvml_source import (
     ReplayFinished,
     ReplaySource,
 )
-from data.cli import Result, add_json_flag, run_command
+from data.cli import CommandParser, Result, add_json_flag, parse_command, run_command
 from data.compaction import compact_segments, repair_merges
 from data.errors import AllGpusLostError, DashError
 from data.lake import Lake
+from data.lake_sweep import sweep_lake
 from data.schema import arrow_schema
+from data.scratch import sweep_scratch
 
 log = logging.getLogger("collectors.nvml")
 
 MIN_INTERVAL_S = 0.1  # GPM compares two snapshots and needs ~100 ms between them
+MAX_INTERVAL_S = 3600.0  # an agent that samples less often than hourly watches nothing
 FLUSH_EVERY_NS = 1_000_000_000
 # The last stretch before a tick is polled, not slept: 5 % of a core at the 0.1 s interval.
 WAKE_SPIN_S = 0.005
@@ -68,9 +72,10 @@ class NvmlSampler:
         tags: dict[str, str] | None = None,
         source: NvmlSource | None = None,
     ) -> None:
-        if not interval_s >= MIN_INTERVAL_S:
+        if not MIN_INTERVAL_S <= interval_s <= MAX_INTERVAL_S:  # nan and inf fail too
             raise DashError(
-                f"interval {interval_s} s: GPM needs at least {MIN_INTERVAL_S} s between samples"
+                f"interval {interval_s} s: expected {MIN_INTERVAL_S} to {MAX_INTERVAL_S:.0f} s "
+                f"(GPM needs at least {MIN_INTERVAL_S} s between samples)"
             )
         self.lake = Lake(Path(data_dir) / "lake")
         self.interval_s = interval_s
@@ -112,6 +117,8 @@ class NvmlSampler:
         partition = self.lake.segment_path("gpu_samples", self.host).parent
         if repaired := repair_merges(partition):
             log.info("finished %d merge(s) a previous agent left half done", repaired)
+        if swept := sweep_lake(self.lake.root).total() + sweep_scratch():
+            log.info("removed %d leftover(s) of killed ingests and agents", swept)
         self._last_flush_ns = time.monotonic_ns()
 
     def start(self) -> None:
@@ -228,6 +235,21 @@ def _gpu_list(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"{text!r}: expected GPU indices like 0,1") from None
 
 
+def _seconds(low: float, high: float) -> Callable[[str], float]:
+    """An argparse type: a number of seconds from `low` (excluded when 0) to `high`."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (low <= value <= high and (low > 0 or value > 0)):  # nan, inf, out of range
+            raise argparse.ArgumentTypeError(f"{text!r}: expected seconds, {low:g} to {high:g}")
+        return value
+
+    return parse
+
+
 def _tag(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key:
@@ -285,18 +307,23 @@ def _sample(sampler: NvmlSampler, args: argparse.Namespace) -> Result:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns the exit status."""
-    ap = argparse.ArgumentParser(
+    ap = CommandParser(
         prog="python -m collectors.nvml",
         description="Stream NVML/GPM telemetry of this node's GPUs into the store "
         "(one segment a second). --replay plays back CSVs recorded on a real GPU instead.",
     )
     ap.add_argument(
         "--interval",
-        type=float,
+        type=_seconds(MIN_INTERVAL_S, MAX_INTERVAL_S),
         default=1.0,
-        help=f"seconds between samples (default 1, at least {MIN_INTERVAL_S})",
+        help=f"seconds between samples (default 1, {MIN_INTERVAL_S} to {MAX_INTERVAL_S:.0f})",
     )
-    ap.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    ap.add_argument(
+        "--duration",
+        type=_seconds(0, 1e9),
+        default=None,
+        help="stop after this many seconds",
+    )
     ap.add_argument("--gpus", type=_gpu_list, default=None, help="GPU indices, e.g. 0,1")
     ap.add_argument("--host", default=None, help="host name to store (default: this host's)")
     ap.add_argument("--tag", type=_tag, action="append", default=[], help="KEY=VALUE metadata")
@@ -307,7 +334,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--keep-time", action="store_true", help="replay: keep the recorded times and write at once"
     )
     add_json_flag(ap)
-    args = ap.parse_args(argv)
+    args = parse_command(ap, argv)
     logging.basicConfig(format="%(levelname)s: %(message)s", level=logging.INFO)
 
     return run_command(lambda: _sample(_open_sampler(args), args), json_line=args.json)

@@ -5,25 +5,47 @@ are shown as the command's text (`show`), or, with --json, printed as one JSON o
 standard output: `{"ok": true, ...fields}`. An error of the family (data.errors) or an
 OSError becomes one `error: …` line on standard error, or with --json
 `{"ok": false, "error": {"type": …, "message": …, …}}` on standard output, and exit status
-2 (the error type's exit_status); Ctrl-C becomes one line and status 130. No command prints
-an error itself, so data.cli_child can rebuild every error a child reports, by type.
+2 (the error type's exit_status); Ctrl-C becomes one line and status 130. Any other
+exception is a bug, reported the same way as one line naming its type (DASH_DEBUG=1 lets it
+through with its traceback), so no command ends in a traceback. A usage error
+(`CommandParser`) is one line too. No command prints an error itself, so data.cli_child can
+rebuild every error a child reports, by type.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from data.errors import DashError, error_json, error_line
+from data.errors import DashError, error_json, error_line, error_text
 
 EXIT_ERROR = 2  # the family's default; DashError.exit_status
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 
 Result = Mapping[str, Any]
+DEBUG_ENV = "DASH_DEBUG"  # set to 1: unexpected errors end in their traceback
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are reported like every other error: one
+    `error:` line (with --json, one JSON object) and exit status 2, not a usage block."""
+
+    json_line = False  # set by parse_command
+
+    def error(self, message: str) -> NoReturn:
+        e = DashError(f"{message} (see {self.prog} --help)")
+        sys.exit(_fail(e, EXIT_ERROR, self.json_line))
+
+
+def parse_command(ap: CommandParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """The parsed arguments of a command (sys.argv's when `argv` is None)."""
+    ap.json_line = "--json" in (sys.argv[1:] if argv is None else argv)
+    return ap.parse_args(argv)
 
 
 def add_json_flag(ap: argparse.ArgumentParser) -> None:
@@ -54,6 +76,15 @@ def run_command(
         return _fail(e, e.exit_status if isinstance(e, DashError) else EXIT_ERROR, json_line)
     except KeyboardInterrupt:
         return _fail(KeyboardInterrupt(interrupted), EXIT_INTERRUPTED, json_line)
+    except MemoryError:
+        return _fail(MemoryError("out of memory"), EXIT_ERROR, json_line)
+    except Exception as e:
+        if os.environ.get(DEBUG_ENV) == "1":
+            raise
+        bug = DashError(
+            f"unexpected {type(e).__name__}: {error_text(e)} ({DEBUG_ENV}=1 shows where)"
+        )
+        return _fail(bug, EXIT_ERROR, json_line)
     return 0
 
 

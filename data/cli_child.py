@@ -44,9 +44,14 @@ def run_child(
     """Run `python -m <module> <args> --json` (with --progress-json when `on_progress` is
     given) and return the fields of its result. Raises the error it reports, rebuilt by
     type, or a DashError naming the module when it ends without a result."""
-    cmd = [sys.executable, "-m", module, *args, "--json"]
+    # The flags first: after "--" (ingest_child) every argument is a path.
+    cmd = [sys.executable, "-m", module, "--json"]
     if on_progress is not None:
         cmd.append("--progress-json")
+    for a in args:
+        if "\0" in a:  # the OS cannot pass it
+            raise DashError(f"{a[:80]!r}: holds a NUL character")
+    cmd += args
     last_line = ""  # what a child that crashed said last
     with subprocess.Popen(
         cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace"
@@ -86,14 +91,14 @@ def ingest_child(
     """Ingest traces as one run in a child process (`python -m collectors.ingest`); the new
     run. Raises its typed errors: TraceFormatError, DuplicateTraceError (with the run_id
     that holds the content), SchemaVersionError, …; DashError for an OSError or a crash."""
-    args = [*map(str, paths), "--data", str(data_dir)]
+    # `--name=VALUE` and "--" before the paths: a name or path starting with "-" is a value.
+    args = [f"--data={data_dir}"]
     if name:
-        args += ["--name", name]
-    for key, value in (tags or {}).items():
-        args += ["--tag", f"{key}={value}"]
+        args.append(f"--name={name}")
+    args += [f"--tag={key}={value}" for key, value in (tags or {}).items()]
     if include_python:
         args.append("--python-functions")
-    r = run_child("collectors.ingest", *args, on_progress=on_progress)
+    r = run_child("collectors.ingest", *args, "--", *map(str, paths), on_progress=on_progress)
     return IngestResult(
         run_id=str(r["run_id"]), name=str(r["name"]), ranks=int(r["ranks"]),
         kernels=int(r["kernels"]), events=int(r["events"]), malformed=int(r["malformed"]),

@@ -59,11 +59,27 @@ class RecordingFormatError(DashError):
     """A recorded telemetry CSV that cannot be replayed."""
 
 
+class StoreError(DashError):
+    """The store folder cannot be used: read-only, full, or held by another process."""
+
+
+def file_error(e: OSError, path: object) -> OSError:
+    """The error as one that names `path` (Arrow's and a buffered write's name no file)."""
+    return OSError(e.errno, e.strerror or str(e), str(path))
+
+
 def error_text(e: BaseException) -> str:
-    """What a command says about an error it reports (a file error names the file)."""
+    """What a command says about an error it reports, on one line (a file error names the
+    file; a line break or control character inside, from a file name say, is escaped)."""
     if isinstance(e, OSError) and e.filename:
-        return f"{e.filename}: {e.strerror}"
-    return str(e)
+        text = f"{e.filename}: {e.strerror}"
+    else:
+        text = str(e) or type(e).__name__
+    return text.translate(_ONE_LINE)
+
+
+# C0 controls, DEL and the Unicode line breaks, as Python writes them in a repr.
+_ONE_LINE = {c: repr(chr(c))[1:-1] for c in [*range(0x20), 0x7F, 0x85, 0x2028, 0x2029]}
 
 
 def error_line(e: BaseException) -> str:

@@ -20,11 +20,14 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from data.errors import DuplicateTraceError, SchemaVersionError
+from data import lake_locks
+from data.errors import SchemaVersionError, file_error
+from data.owner import me, owned_tmp_path
 from data.schema import SCHEMA_VERSION, STREAM_TABLES, TABLES, arrow_schema
 
 EMPTY_PARTITION = "run_id=_empty"
 EMPTY_STREAM_PARTITION = "host=_empty"
+OWNER_FILE = ".owner"  # in a staging folder: the ingest writing it (data.owner)
 
 
 class Lake:
@@ -57,16 +60,20 @@ class Lake:
             if not empty.exists():
                 self._write_atomic(empty, arrow_schema(table).empty_table().drop(["host"]))
         if not meta.exists():
-            tmp = meta.with_name(f".{meta.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            tmp = owned_tmp_path(meta)
             tmp.write_text(json.dumps({"schema_version": SCHEMA_VERSION}))
             os.replace(tmp, meta)
 
     @staticmethod
     def _write_atomic(path: Path, table: pa.Table) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        pq.write_table(table, tmp, compression="zstd")
-        os.replace(tmp, path)
+        tmp = owned_tmp_path(path)
+        try:
+            pq.write_table(table, tmp, compression="zstd")
+            os.replace(tmp, path)
+        except OSError as e:  # Arrow's carries no file name: name the segment
+            tmp.unlink(missing_ok=True)
+            raise file_error(e, path) from None
 
     def segment_path(self, table: str, host: str) -> Path:
         """A new, unique segment path in a stream table's partition for `host`."""
@@ -87,14 +94,19 @@ class Lake:
         self._write_atomic(path, rows.select(schema.names[1:]).cast(schema.remove(0)))
         return path
 
-    def glob(self, table: str) -> str:
-        """The read_parquet glob of one table."""
-        return str(self.root / table / "*" / "*.parquet")
-
     def stage_dir(self, run_id: str) -> Path:
-        """A private folder to write a run's tables into before commit."""
+        """A private folder to write a run's tables into before commit. It appears with its
+        owner inside (made under a temporary name, then renamed), so a folder without a
+        live owner is always a leftover."""
         path = self.staging / run_id
-        path.mkdir(parents=True, exist_ok=False)
+        tmp = owned_tmp_path(path)
+        tmp.mkdir(parents=True)
+        try:
+            (tmp / OWNER_FILE).write_text(me().text())
+            os.rename(tmp, path)  # fails if a folder of that name is there
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         return path
 
     def staged_file(self, run_id: str, table: str) -> Path:
@@ -106,7 +118,7 @@ class Lake:
     def commit(self, run_id: str) -> None:
         """Move a staged run into place; the runs row goes last and makes the run visible."""
         staged = self.staging / run_id
-        tables = sorted(p.name for p in staged.iterdir() if p.name != "runs")
+        tables = sorted(p.name for p in staged.iterdir() if p.name not in ("runs", OWNER_FILE))
         moved: list[Path] = []
         try:
             for table in [*tables, "runs"]:
@@ -131,39 +143,7 @@ class Lake:
 
     @contextlib.contextmanager
     def claim(self, key: str, what: str) -> Iterator[None]:
-        """Hold an exclusive claim on `key` (a content hash) while one ingest runs."""
-        lock = self.locks / key
-        for _ in range(2):
-            try:
-                fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-                break
-            except FileExistsError:
-                if _pid_alive(lock):
-                    raise DuplicateTraceError(
-                        f"{what}: the same trace is being ingested right now", run_id=None
-                    ) from None
-                lock.unlink(missing_ok=True)  # left by a killed ingest
-        else:
-            raise DuplicateTraceError(f"{what}: could not claim {lock}", run_id=None)
-        os.write(fd, str(os.getpid()).encode())
-        os.close(fd)
-        try:
+        """Hold an exclusive claim on `key` (a content hash) while one ingest runs
+        (data.lake_locks)."""
+        with lake_locks.claim(self.locks, key, what):
             yield
-        finally:
-            lock.unlink(missing_ok=True)
-
-
-def _pid_alive(lock: Path) -> bool:
-    try:
-        pid = int(lock.read_text() or "0")
-    except (OSError, ValueError):
-        return True  # being written right now
-    if pid <= 0:
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

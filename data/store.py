@@ -9,6 +9,7 @@ another process shows up on the next query, without a restart.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from data.errors import RunNotFoundError, SchemaVersionError
+from data.errors import RunNotFoundError, SchemaVersionError, StoreError
 from data.lake import Lake
 from data.schema import SCHEMA_VERSION, STREAM_TABLES, TABLES, column_names
 
@@ -26,6 +27,10 @@ if TYPE_CHECKING:  # pandas costs 0.4 s to import; the ingest CLI never needs it
 
 DEFAULT_DATA_DIR = Path("data/local")
 DATABASE_FILE = "dashboard.duckdb"
+# The lake's folder reaches the views' SQL as this DuckDB variable, set on every connection
+# from a bound parameter: a path is never pasted into SQL (a quote in it broke every view).
+LAKE_VARIABLE = "lake_root"
+_HELD_BY = re.compile(r"\(PID (\d+)\)")
 
 
 class Store:
@@ -35,10 +40,11 @@ class Store:
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.lake = Lake(self.data_dir / "lake")
-        database = str(self.data_dir / DATABASE_FILE) if owner else ":memory:"
-        self.con = duckdb.connect(database)
+        database = self.data_dir / DATABASE_FILE
+        self.con = _connect(database) if owner else duckdb.connect(":memory:")
         # The lake lives on local or shared disk; never try to download an extension.
         self.con.execute("SET autoinstall_known_extensions = false")
+        self._set_lake(self.con)
         if owner:
             self._check_database_version()
         self._create_views()
@@ -55,11 +61,15 @@ class Store:
             "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)]
         )
 
+    def _set_lake(self, con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+        con.execute(f"SET VARIABLE {LAKE_VARIABLE} = ?", [str(self.lake.root)])
+        return con
+
     def _create_views(self) -> None:
         for table in TABLES:
             cols = ", ".join(f'"{c.name}"' for c in TABLES[table])
             src = (
-                f"read_parquet('{self.lake.glob(table)}', hive_partitioning = true, "
+                f"read_parquet({_glob(table)}, hive_partitioning = true, "
                 "hive_types = {'run_id': VARCHAR}, union_by_name = true)"
             )
             where = "" if table == "runs" else " WHERE run_id IN (SELECT run_id FROM runs)"
@@ -67,7 +77,7 @@ class Store:
         for table in STREAM_TABLES:
             cols = ", ".join(f'"{c}"' for c in column_names(table))
             src = (
-                f"read_parquet('{self.lake.glob(table)}', hive_partitioning = true, "
+                f"read_parquet({_glob(table)}, hive_partitioning = true, "
                 "hive_types = {'host': VARCHAR}, union_by_name = true)"
             )
             self.con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT {cols} FROM {src}")
@@ -78,7 +88,7 @@ class Store:
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         """A connection for one thread (DuckDB refuses concurrent use of one connection)."""
-        return self.con.cursor()
+        return self._set_lake(self.con.cursor())
 
     def query(
         self,
@@ -148,6 +158,26 @@ class Store:
         for key in ("source", "tags"):
             row[key] = json.loads(row[key]) if row.get(key) else None
         return row
+
+
+def _glob(table: str) -> str:
+    """SQL for the read_parquet glob of one table's segments (lake/<table>/*/*.parquet)."""
+    return f"getvariable('{LAKE_VARIABLE}') || '/{table}/*/*.parquet'"
+
+
+def _connect(database: Path) -> duckdb.DuckDBPyConnection:
+    """The dashboard's database file; StoreError when another process holds it (DuckDB
+    lets one process open it: a second dashboard on the same store)."""
+    try:
+        return duckdb.connect(str(database))
+    except duckdb.IOException as e:
+        held = _HELD_BY.search(str(e))
+        if held is None:
+            raise StoreError(f"{database}: cannot open: {str(e).splitlines()[0]}") from None
+        raise StoreError(
+            f"{database}: the store is in use by another dashboard (pid {held.group(1)}); "
+            "open that one, or start this one with DASH_DATA set to another folder"
+        ) from None
 
 
 def arrow_frame(table: pa.Table, categorical: tuple[str, ...]) -> pd.DataFrame:

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import streamlit as st
 
 from analysis.facts import Facts, gather
+from analysis.text import clip, printable
 from data.cli_child import ingest_child, run_child
-from data.errors import DashError, DuplicateTraceError
+from data.errors import DashError, DuplicateTraceError, error_text
 from data.store import DEFAULT_DATA_DIR, Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -112,10 +114,42 @@ def run_ingest(
     ).run_id
 
 
-def show_error(e: DashError) -> NoReturn:
-    """The one place pages turn a DashError into an error box."""
-    st.error(str(e), icon="🚫")
+# Every ASCII punctuation character: Markdown may read any of them as markup, and Streamlit
+# adds its own ($ for LaTeX, :red[…] colours, :material/…: icons).
+_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+# Where the renderer's autolinker, which runs on the text after escapes are resolved, starts
+# a link: "://", "www." and "@" (a mail address). An invisible word joiner there stops it.
+_LINK_START = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)", re.IGNORECASE)
+WORD_JOINER = "\u2060"
+SHOWN_CHARS = 300  # a user's string is cut there on a page (a 1 MB kernel name, say)
+
+
+def md(value: Any, limit: int | None = SHOWN_CHARS) -> str:
+    """A user's string (a run, device, kernel or file name, a tag, an error message) for any
+    Streamlit element that reads Markdown (title, caption, markdown, warning, expander
+    labels, help): shown as written, on one line, cut to `limit` characters. Every
+    punctuation character is backslash-escaped and a word joiner (U+2060, invisible) breaks
+    every URL and mail address, so no image, link, HTML, emphasis or math comes out of it."""
+    text = " ".join(printable(clip(str(value), limit)).split())
+    return _PUNCTUATION.sub(r"\\\1", _LINK_START.sub(WORD_JOINER, text))
+
+
+def show_error(e: BaseException) -> NoReturn:
+    """The one place pages turn an error (a DashError, an OSError) into an error box: its one
+    line, as written."""
+    st.error(md(error_text(e), None), icon="🚫")
     st.stop()
+
+
+def run_page(page: Any) -> None:
+    """Run the page st.navigation picked; an error of the family, or of the file system,
+    that a page did not handle becomes one error line (any other is a bug: it propagates,
+    and the browser shows Streamlit's generic message, never a traceback:
+    .streamlit/config.toml sets showErrorDetails = "none")."""
+    try:
+        page.run()
+    except (DashError, OSError) as e:
+        show_error(e)
 
 
 def selected_run(s: Store) -> str | None:
@@ -125,15 +159,22 @@ def selected_run(s: Store) -> str | None:
         st.info("No runs yet. Upload a torch.profiler trace on the Upload page.")
         return None
     ids = runs["run_id"].tolist()
-    labels = dict(
-        zip(ids, (f"{n} · {i}" for n, i in zip(runs["name"], ids, strict=True)), strict=True)
-    )
+    labels = run_labels(runs)
     wanted = st.session_state.get("run") or st.query_params.get("run")
     index = ids.index(wanted) if wanted in ids else 0
     run_id: str = st.sidebar.selectbox("Run", ids, index=index, format_func=labels.__getitem__)
     st.session_state["run"] = run_id
     st.query_params["run"] = run_id
     return run_id
+
+
+def run_labels(runs: Any) -> dict[str, str]:
+    """run id -> 'name · id' for a run picker (data.store.Store.runs' frame); an option is
+    plain text (no Markdown), cut and without control characters."""
+    return {
+        str(i): f"{printable(clip(str(n), 80))} · {i}"
+        for n, i in zip(runs["name"], runs["run_id"], strict=True)
+    }
 
 
 def require_run() -> tuple[Store, str]:

@@ -7,7 +7,7 @@ from analysis import bandwidth as bw
 from analysis.facts import Facts
 from analysis.figures.bandwidth import bandwidth_figure
 from analysis.load import load_run, load_telemetry
-from pages._ui import fmt_pct, require_run
+from pages._ui import fmt_pct, md, require_run
 
 s, run_id = require_run()
 run = s.run_summary(run_id)
@@ -26,7 +26,7 @@ st.caption(
     + (
         f"% of the {spec.name} datasheet's {spec.hbm_gb_per_s:,.0f} GB/s."
         if spec
-        else f"{run['device_name'] or 'The device'} is not in the spec table: GB/s only."
+        else f"{md(run['device_name'] or 'The device')} is not in the spec table: GB/s only."
     )
 )
 

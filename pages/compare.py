@@ -10,7 +10,7 @@ import streamlit as st
 from analysis.compare import compare_runs
 from analysis.figures.compare import class_bars
 from data.errors import DashError
-from pages._ui import fmt_ms, fmt_pct, show_error, store
+from pages._ui import fmt_ms, fmt_pct, md, run_labels, show_error, store
 
 # (metric, headline label, formatter of the value, unit of the delta).
 HEADLINES = (
@@ -29,7 +29,7 @@ if len(runs) < 2:
     st.info("Comparing needs two runs. Upload a trace on the Upload page.")
     st.stop()
 ids = runs["run_id"].tolist()
-labels = dict(zip(ids, (f"{n} · {i}" for n, i in zip(runs["name"], ids, strict=True)), strict=True))
+labels = run_labels(runs)
 
 
 def picked(param: str, default: str) -> int:
@@ -47,7 +47,7 @@ try:
     c = compare_runs(s, before, after)
 except DashError as e:
     show_error(e)
-st.markdown(f"**{c.verdict}**")
+st.markdown(f"**{md(c.verdict, None)}**")
 
 m = c.metrics.set_index("metric")
 cols = st.columns(len(HEADLINES))

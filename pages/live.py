@@ -8,7 +8,7 @@ import streamlit as st
 from analysis.figures.telemetry import RUN_PANELS, gpu_panels
 from analysis.telemetry import alerts, clock_reasons
 from data import reads_telemetry as rt
-from pages._ui import fmt_bytes, store
+from pages._ui import fmt_bytes, md, run_labels, store
 
 WINDOWS = {"1 min": 60, "5 min": 300, "15 min": 900, "1 h": 3600, "6 h": 21600, "24 h": 86400}
 REFRESH = {"1 s": "1s", "5 s": "5s", "off": None}
@@ -98,13 +98,14 @@ def live() -> None:
         f"{int(frame['samples'].sum()):,} samples in the window"
     )
     for a in alerts(recent, gpus):
-        st.warning(f"**{a.host}:{a.gpu}** · {a.kind}: {a.message}", icon=ICONS[a.kind])
+        text = f"**{md(a.host)}:{a.gpu}** · {a.kind}: {md(a.message, None)}"
+        st.warning(text, icon=ICONS[a.kind])
     newest = recent.sort_values("ts_ns").groupby(["host", "gpu"]).tail(1)
     for _, inv in gpus.iterrows():
         row = newest[(newest["host"] == inv["host"]) & (newest["gpu"] == inv["gpu"])]
         name = inv["name"] if isinstance(inv["name"], str) else "GPU"
         st.markdown(
-            f"**{inv['host']}:{inv['gpu']}** · {name}"
+            f"**{md(inv['host'])}:{inv['gpu']}** · {md(name)}"
             + (" · _replayed_" if inv["source"] == "replay" else "")
         )
         if len(row):
@@ -126,8 +127,8 @@ runs = s.runs()
 if runs.empty:
     st.caption("No trace runs yet.")
 else:
-    names = dict(zip(runs["run_id"], runs["name"], strict=True))
-    run_id = st.selectbox("Run", list(names), format_func=lambda r: f"{names[r]} · {r}")
+    labels = run_labels(runs)
+    run_id = st.selectbox("Run", list(labels), format_func=labels.__getitem__)
     window = rt.run_window(s, run_id)
     during = rt.run_samples(s, run_id)
     if window is None:

@@ -9,12 +9,12 @@ import streamlit as st
 from analysis.overview import overview, step_times, top_kernels
 from analysis.step_model import BASIS
 from data import reads
-from pages._ui import fmt_bytes, fmt_ms, fmt_pct, require_run, run_facts
+from pages._ui import fmt_bytes, fmt_ms, fmt_pct, md, require_run, run_facts
 
 s, run_id = require_run()
 run = s.run_summary(run_id)
-st.title(run["name"])
-st.caption(f"`{run_id}` · {', '.join(run['source'] or [])}")
+st.title(md(run["name"]))
+st.caption(f"`{run_id}` · {md(', '.join(run['source'] or []))}")
 
 ranks = reads.ranks(s, run_id)
 facts = run_facts(run_id)
@@ -27,7 +27,7 @@ if devices.empty:
 else:
     d = devices.iloc[0]
     st.markdown(
-        f"**{d['name']}** · {d['num_sms']} SMs · {fmt_bytes(d['total_global_mem_bytes'])}"
+        f"**{md(d['name'])}** · {d['num_sms']} SMs · {fmt_bytes(d['total_global_mem_bytes'])}"
         f" · compute capability {d['compute_major']}.{d['compute_minor']}"
         + (
             f" · {per_rank} GPUs visible per rank"
@@ -72,7 +72,7 @@ if run["events_malformed"]:
     examples = [e for r in ranks["malformed_examples"] for e in json.loads(r or "[]")]
     st.warning(
         f"{run['events_malformed']:,} malformed event(s) were not fully read, e.g.: "
-        + "; ".join(examples[:3]),
+        + "; ".join(md(e) for e in examples[:3]),
         icon="⚠️",
     )
 

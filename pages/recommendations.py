@@ -8,7 +8,7 @@ from analysis.rules.recommend import MINOR_PCT, Recommendation, kernels_behind, 
 from analysis.step_model import BASIS
 from analysis.text import ms
 from data.errors import DashError
-from pages._ui import fmt_ms, require_run, run_facts, show_error
+from pages._ui import fmt_ms, md, require_run, run_facts, show_error
 
 CONFIDENCE_BADGE = {"high": ":green-badge[high confidence]",
                     "medium": ":orange-badge[medium confidence]",
@@ -95,7 +95,7 @@ st.dataframe(
 for i, (r, (top, first)) in enumerate(zip(recs, behind, strict=True), 1):
     with st.container(border=True):
         head, saving = st.columns([4, 1])
-        head.subheader(f"{i}. {r.title}", anchor=r.id)
+        head.subheader(f"{i}. {md(r.title, None)}", anchor=r.id)
         head.markdown(f"`{r.id}` {CONFIDENCE_BADGE[r.confidence]}")
         if r.alternative_of:
             head.caption(
@@ -108,9 +108,9 @@ for i, (r, (top, first)) in enumerate(zip(recs, behind, strict=True), 1):
             f"-{r.est_saving_pct:.1f} % of step",
             delta_color="inverse",
         )
-        st.markdown("\n".join(f"- {e}" for e in r.evidence))
+        st.markdown("\n".join(f"- {md(e)}" for e in r.evidence))
         with st.expander("Why this saving"):
-            st.write(r.why)
+            st.markdown(md(r.why, None))
             st.caption(f"Detects: {CATALOG[r.id].detects}. Estimate: {CATALOG[r.id].saving}.")
         st.code(r.fix, language="python")
         if first is not None:

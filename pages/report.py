@@ -5,7 +5,6 @@ import streamlit as st
 
 from analysis.report.charts import CHART_SECTIONS
 from analysis.report.export import FORMATS, MEDIA_TYPES, export
-from analysis.report.md import md_escape
 from analysis.report.run import load_report
 from analysis.report.sections import (
     NO_RECOMMENDATIONS,
@@ -14,7 +13,7 @@ from analysis.report.sections import (
     saving_text,
     summary_lines,
 )
-from pages._ui import fmt_ms, fmt_pct, require_run
+from pages._ui import fmt_ms, fmt_pct, md, require_run
 
 LABELS = {
     "html": "HTML (interactive, offline)",
@@ -46,7 +45,7 @@ for col, fmt in zip(cols, FORMATS, strict=True):
 
 st.subheader(TITLES["summary"])
 for line in summary_lines(doc):
-    st.markdown(md_escape(line))
+    st.markdown(md(line, None))
 m = doc["metrics"]["overall"]
 c = st.columns(5)
 c[0].metric("Time per step", fmt_ms(m["step_time_ms"]))
@@ -60,16 +59,16 @@ recs = recommendations(doc)
 if not recs:
     st.info(NO_RECOMMENDATIONS)
 for n, rec in enumerate(recs, start=1):
-    with st.expander(f"{n}. {rec['title']} · {saving_text(rec)}", expanded=n == 1):
-        st.markdown(md_escape(str(rec.get("why") or "")))
-        st.markdown("\n".join(f"- {md_escape(str(e))}" for e in rec.get("evidence") or []))
+    with st.expander(f"{n}. {md(rec['title'], None)} · {md(saving_text(rec))}", expanded=n == 1):
+        st.markdown(md(rec.get("why") or "", None))
+        st.markdown("\n".join(f"- {md(e)}" for e in rec.get("evidence") or []))
         st.code(str(rec.get("fix") or ""), language="python")
 
 st.subheader("Charts")
 for tab, key in zip(st.tabs([TITLES[k] for k in CHART_SECTIONS]), CHART_SECTIONS, strict=True):
     chart = charts[key]
     if chart.figure is None:
-        tab.info(chart.summary)
+        tab.info(md(chart.summary, None))
         continue
     tab.plotly_chart(chart.figure, width="stretch", key=f"report_chart_{key}")
-    tab.caption(md_escape(chart.summary))
+    tab.caption(md(chart.summary, None))

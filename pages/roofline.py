@@ -13,7 +13,7 @@ from analysis.facts import Facts
 from analysis.figures.roofline import roofline_figure
 from analysis.load import load_run
 from analysis.specs import PRECISIONS, match_spec, spec_names
-from pages._ui import fmt_pct, require_run
+from pages._ui import fmt_pct, md, require_run
 
 GROUPS = {"op class": "op_class", "op": "op_name", "kernel class": "kernel_class", "kernel": "name"}
 
@@ -34,7 +34,7 @@ if facts.all_work.empty:
     st.stop()
 spec, measured, work = facts.spec, facts.measured, facts.all_work
 
-device = run["device_name"] or "no device name in the trace"
+device = md(run["device_name"] or "no device name in the trace")
 if spec is None:
     st.warning(f"**{device}**: not in the spec table; pick a spec in the sidebar for roofs.")
 else:
@@ -49,7 +49,12 @@ else:
     )
 
 tags = run["tags"] or {}
-tokens = float(tags["tokens_per_step"]) if tags.get("tokens_per_step") else None
+tokens = rf.tokens_per_step(tags)
+if tokens is None and rf.TOKENS_TAG in tags:
+    st.warning(
+        f"Tag {rf.TOKENS_TAG}={md(tags[rf.TOKENS_TAG])} is not a positive number of tokens: "
+        "no tokens/s."
+    )
 m = rf.run_compute_metrics(work, facts.steps, spec, tokens_per_step=tokens)
 c = st.columns(5)
 achieved = m["achieved_tflops"]
@@ -84,7 +89,7 @@ kept = rows["precision"].isin(picked) | (rows["precision"] == "")
 shown = rows[kept & (rows["share_pct"] >= min_share)]
 if linked and by == "op_name":
     shown = shown[shown["name"].isin(linked)]
-    st.caption(f"Showing the ops a recommendation points at: {', '.join(linked)}.")
+    st.caption(f"Showing the ops a recommendation points at: {md(', '.join(linked))}.")
 st.plotly_chart(roofline_figure(shown.reset_index(drop=True), facts.roof_sets), width="stretch")
 
 unmodelled = rows[rows["flops"].isna()]

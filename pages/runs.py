@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from data.errors import DashError
-from pages._ui import fmt_bytes, show_error, store
+from pages._ui import fmt_bytes, md, show_error, store
 
 st.title("Runs")
 s = store()
@@ -31,7 +31,7 @@ view = pd.DataFrame(
         ),
     }
 )
-st.caption(f"{len(view)} run(s) in `{s.data_dir}`")
+st.caption(f"{len(view)} run(s) in {md(s.data_dir, None)}")
 picked = st.dataframe(
     view,
     hide_index=True,
@@ -48,7 +48,7 @@ if rows:
         st.session_state["run"] = run_id
         st.switch_page("pages/overview.py")
     with right.popover("Delete run", icon=":material/delete:"):
-        st.write(f"Delete **{view.iloc[rows[0]]['name']}** (`{run_id}`) from the store?")
+        st.markdown(f"Delete **{md(view.iloc[rows[0]]['name'])}** (`{run_id}`) from the store?")
         if st.button("Delete", type="primary"):
             try:
                 s.delete_run(run_id)

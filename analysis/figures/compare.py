@@ -6,6 +6,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from analysis.figures.layout import LAYOUT
+from analysis.text import plot_text
 
 BEFORE_COLOUR, AFTER_COLOUR = "#BAB0AC", "#4C78A8"
 
@@ -21,7 +22,7 @@ def class_bars(classes: pd.DataFrame, before_label: str, after_label: str) -> go
         fig.add_bar(
             x=classes["kernel_class"],
             y=classes[f"{side}_ms_per_step"],
-            name=f"{side}: {label}",
+            name=f"{side}: {plot_text(label)}",
             marker_color=colour,
             hovertemplate="%{x}<br>" + side + ": %{y:.3f} ms/step<extra></extra>",
         )

@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 
 from analysis.figures.layout import LAYOUT
 from analysis.roofline import Ceilings
+from analysis.text import plot_text
 
 PRECISION_COLOURS = {
     "fp8": "#B279A2", "bf16": "#4C78A8", "fp16": "#72B7B2", "tf32": "#F58518",
@@ -50,11 +51,12 @@ def roofline_figure(rows: pd.DataFrame, roof_sets: list[Ceilings], height: int =
     if len(pts):
         size = 8 + 40 * np.sqrt(pts["time_ms"] / pts["time_ms"].max())
         for prec, g in pts.groupby("precision", sort=False):
+            names = g["name"].astype(str).str.slice(0, 90).map(plot_text)
             fig.add_scatter(
                 x=g["intensity"], y=g["achieved_tflops"], mode="markers", name=f"{prec} ops",
                 marker={"size": size[g.index], "color": PRECISION_COLOURS.get(str(prec), "#888"),
                         "line": {"width": 1, "color": "#333"}, "opacity": 0.8},
-                customdata=np.stack([g["name"].str.slice(0, 90), g["precision"], g["time_ms"],
+                customdata=np.stack([names, g["precision"], g["time_ms"],
                                      g["pct_of_ceiling"].fillna(np.nan), g["bound"].fillna("—")],
                                     axis=-1),
                 hovertemplate=_HOVER,

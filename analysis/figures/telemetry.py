@@ -13,6 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from analysis.telemetry import THROTTLE_BITS
+from analysis.text import plot_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +74,7 @@ def gpu_panels(
     groups = frame.groupby(["host", "gpu"], sort=True).indices
     for n, (group, at) in enumerate(sorted(groups.items())):
         host, gpu = str(group[0]), int(group[1])  # type: ignore[index]
-        name, color = f"{host}:{gpu}", palette[n % len(palette)]
+        name, color = f"{plot_text(str(host))}:{gpu}", palette[n % len(palette)]
         for i, key in enumerate(panels, start=1):
             panel, yaxis = PANELS[key], f"y{i}"
             traces.append(

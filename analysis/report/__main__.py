@@ -6,7 +6,6 @@ by `python -m collectors.ingest` in a child process: analysis never imports coll
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,12 +15,12 @@ from analysis.load import DEFAULT_DATA_DIR, open_store, resolve
 from analysis.report.document import report_json
 from analysis.report.export import FORMATS, export
 from analysis.report.run import load_report
-from data.cli import add_json_flag, cli_output
+from data.cli import CommandParser, add_json_flag, cli_output, parse_command
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns the exit status."""
-    ap = argparse.ArgumentParser(
+    ap = CommandParser(
         prog="python -m analysis.report",
         description="Write the report of one run: self-contained HTML with interactive "
         "charts, Markdown, JSON, or PDF with static charts.",
@@ -33,7 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR, help="store folder")
     add_json_flag(ap)
-    args = ap.parse_args(argv)
+    args = parse_command(ap, argv)
 
     def produce() -> str | bytes:
         run_id = resolve(args.data, args.run)

@@ -7,7 +7,7 @@ escaped: kernel names hold `<` and `>` (templates).
 
 from __future__ import annotations
 
-from html import escape
+from html import escape as html_escape
 from typing import Any
 
 import plotly.graph_objects as go
@@ -24,6 +24,13 @@ from analysis.report.sections import (
     saving_text,
     targets_text,
 )
+from analysis.text import printable
+
+
+def escape(text: str) -> str:
+    """Text as literal HTML, its control characters (a NUL in a name) shown as U+FFFD."""
+    return html_escape(printable(text))
+
 
 # The modebar's plotly logo links to plotly's site: a report links nowhere.
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}

@@ -16,6 +16,7 @@ from analysis.report.sections import (
     saving_text,
     targets_text,
 )
+from analysis.text import printable
 
 # Characters Markdown would read as markup (emphasis, links, HTML tags, table cells).
 _SPECIAL = re.compile(r"([\\`*_\[\]<>|#])")
@@ -23,8 +24,9 @@ CHARTS_NOTE = "The chart is in the HTML and PDF reports (`--format html` or `--f
 
 
 def md_escape(text: str) -> str:
-    """Text as literal Markdown: markup characters backslash-escaped, on one line."""
-    return _SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+    """Text as literal Markdown: markup characters backslash-escaped, on one line, control
+    characters (a NUL in a name) as U+FFFD."""
+    return _SPECIAL.sub(r"\\\1", " ".join(printable(str(text)).split()))
 
 
 def _table(t: Table) -> str:

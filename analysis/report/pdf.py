@@ -24,7 +24,7 @@ from analysis.report.sections import (
     targets_text,
 )
 from analysis.report.static_charts import figure_image
-from analysis.text import clip
+from analysis.text import clip, printable
 
 FONTS = Path(matplotlib.get_data_path()) / "fonts" / "ttf"
 SANS, MONO = "DejaVu", "DejaVuMono"
@@ -57,8 +57,9 @@ def _new_pdf(title: str) -> _Pdf:
 def _text(pdf: FPDF, text: str, size: float = TEXT_PT, style: str = "") -> None:
     pdf.set_font(SANS, style, size)
     pdf.multi_cell(
-        0, LINE_MM * size / TEXT_PT, text, align="L", new_x=XPos.LMARGIN, new_y=YPos.NEXT
-    )
+        0, LINE_MM * size / TEXT_PT, printable(text), align="L", new_x=XPos.LMARGIN,
+        new_y=YPos.NEXT,
+    )  # fmt: skip
     pdf.ln(1)
 
 
@@ -86,7 +87,7 @@ def _table(pdf: FPDF, t: Table) -> None:
         for row in [t.header, *t.rows]:
             cells = table.row()
             for c in row:
-                cells.cell(clip(c, NAME_CHARS))
+                cells.cell(printable(clip(c, NAME_CHARS)))
     pdf.ln(3)
 
 
@@ -94,7 +95,14 @@ def _code(pdf: FPDF, code: str) -> None:
     pdf.set_font(MONO, size=CODE_PT)
     pdf.set_fill_color(246, 248, 250)
     pdf.multi_cell(
-        0, 4, code.rstrip(), align="L", fill=True, padding=2, new_x=XPos.LMARGIN, new_y=YPos.NEXT
+        0,
+        4,
+        printable(code.rstrip()),
+        align="L",
+        fill=True,
+        padding=2,
+        new_x=XPos.LMARGIN,
+        new_y=YPos.NEXT,
     )
     pdf.ln(3)
 

@@ -4,7 +4,6 @@ one JSON line instead: the new run (id, name, counts) or the error (data.cli).""
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -12,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from collectors.ingest.pipeline import StageProgress, ingest
-from data.cli import Result, add_json_flag, run_command
+from data.cli import CommandParser, Result, add_json_flag, parse_command, run_command
 from data.store import DEFAULT_DATA_DIR, Store
 
 
@@ -35,7 +34,7 @@ def _progress_printer(json_lines: bool) -> StageProgress:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns the exit status."""
-    ap = argparse.ArgumentParser(
+    ap = CommandParser(
         prog="python -m collectors.ingest",
         description="Ingest torch.profiler traces (.json, .json.gz; a folder or archive = one "
         "run with one file per rank). Prints the new run id on the last line of stdout; bad "
@@ -58,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="progress as JSON lines on stderr (for the dashboard)",
     )
     add_json_flag(ap)
-    args = ap.parse_args(argv)
+    args = parse_command(ap, argv)
     tags = dict(t.split("=", 1) if "=" in t else (t, "") for t in args.tag)
     t0 = time.perf_counter()
 

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import gzip
 import tarfile
-import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
-from data.errors import TraceFormatError
+from collectors.parse.expansion import expanded_cap_bytes, too_big
+from data.errors import TraceFormatError, file_error
+from data.scratch import scratch
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz")
+_COPY_BYTES = 4 << 20  # an archive member is copied out this much at a time
 
 
 def _is_trace(path: Path) -> bool:
@@ -34,7 +39,7 @@ def run_name(path: Path) -> str:
 def expand_inputs(paths: Sequence[Path]) -> Iterator[dict[Path, str]]:
     """Trace files named by `paths` (folders' trace files, archives unpacked), each with the
     name to show the user (an archive member reads `archive.zip:dir/rank0.json.gz`)."""
-    with tempfile.TemporaryDirectory(prefix="ingest-") as tmp:
+    with scratch("ingest") as tmp:
         files: dict[Path, str] = {}
         for path in paths:
             if path.is_dir():
@@ -60,31 +65,57 @@ def _safe_member(name: str) -> Path | None:
 
 
 def _unpack(archive: Path, dest: Path) -> dict[Path, str]:
-    """Extract only regular trace files, keeping their (sanitised) folders under `dest`."""
+    """Extract only regular trace files, keeping their (sanitised) folders under `dest`,
+    streamed: the members together may expand to the cap (collectors.parse.expansion) and
+    no further, on disk and in memory."""
     out: dict[Path, str] = {}
+    cap = expanded_cap_bytes()
+    written = 0
 
-    def write(name: str, data: bytes) -> None:
+    def write(name: str, member: IO[bytes]) -> None:
+        nonlocal written
         rel = _safe_member(name)
         if rel is None:
             return
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        with target.open("wb") as fh:
+            while chunk := member.read(_COPY_BYTES):
+                written += len(chunk)
+                if written > cap:
+                    raise too_big(archive, cap)
+                try:
+                    fh.write(chunk)
+                except OSError as e:  # a full disk: a write's error names no file
+                    raise file_error(e, target) from None
         out[target] = f"{archive}:{rel}"
 
     try:
         if archive.name.endswith(".zip"):
             with zipfile.ZipFile(archive) as zf:
                 for info in zf.infolist():
-                    if not info.is_dir():
-                        write(info.filename, zf.read(info))
+                    if not info.is_dir() and _safe_member(info.filename) is not None:
+                        with zf.open(info) as member:
+                            write(info.filename, member)
         else:
-            with tarfile.open(archive) as tf:
-                for member in tf.getmembers():
-                    member_file = tf.extractfile(member) if member.isreg() else None
-                    if member_file is not None:
-                        write(member.name, member_file.read())
-    except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError) as e:
+            # Stream mode: each member is decompressed once, in order, never seeked over;
+            # GzipFile reads every member of a gzip stream (tarfile's own reader, the first).
+            with archive.open("rb") as raw:
+                gzipped = raw.read(2) == b"\x1f\x8b"
+                raw.seek(0)
+                with (
+                    gzip.GzipFile(fileobj=raw) if gzipped else raw as packed,
+                    tarfile.open(fileobj=packed, mode="r|") as tf,
+                ):
+                    for entry in tf:
+                        member_file = tf.extractfile(entry) if entry.isreg() else None
+                        if member_file is not None:
+                            write(entry.name, member_file)
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error) as e:
+        raise TraceFormatError(f"{archive}: unreadable archive: {e}") from None
+    except OSError as e:
+        if e.filename:  # writing the member out: the disk, not the archive
+            raise OSError(e.errno, f"{e.strerror} (unpacking {archive})", e.filename) from None
         raise TraceFormatError(f"{archive}: unreadable archive: {e}") from None
     if not out:
         raise TraceFormatError(f"{archive}: archive holds no .json or .json.gz trace")

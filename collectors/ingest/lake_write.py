@@ -3,6 +3,8 @@ DuckDB, copied to Parquet in the staging folder, the ranks/devices/runs rows, th
 
 from __future__ import annotations
 
+import os
+import re
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -13,6 +15,7 @@ import pyarrow as pa
 
 from collectors.ingest.link_sql import AFTER_GPU_LINK, GPU_LINK_SQL, STEPS_SQL
 from collectors.parse import RankTrace, metadata_json
+from data.errors import StoreError
 from data.lake import Lake
 from data.schema import SCHEMA_VERSION, TABLES, arrow_schema
 
@@ -26,6 +29,7 @@ _DEVICE_FIELDS = {
     "shared_mem_per_sm_bytes": "sharedMemPerMultiprocessor",
     "shared_mem_per_block_optin_bytes": "sharedMemPerBlockOptin",
 }  # fmt: skip
+_DEVICE_TYPES = {"name": str}  # every other field is an int (range checked by the parser)
 
 
 def _with_rank(table: pa.Table, rank: int) -> pa.Table:
@@ -88,7 +92,9 @@ def _connect(con: duckdb.DuckDBPyConnection, raw: dict[str, pa.Table]) -> duckdb
 
 
 def _copy(con: duckdb.DuckDBPyConnection, lake: Lake, run_id: str, table: str) -> None:
-    """Write one table of the run as Parquet into the staging folder."""
+    """Write one table of the run as Parquet into the staging folder. The path goes through
+    DuckDB's relation API, never into SQL text; a write that fails (a full or read-only
+    disk) is a StoreError naming the file."""
     src = "raw_runs" if table == "runs" else f"linked_{table}"
     cols = ", ".join(
         f'CAST("{c.name}" AS {_duck_type(c.type)}) AS "{c.name}"'
@@ -99,9 +105,20 @@ def _copy(con: duckdb.DuckDBPyConnection, lake: Lake, run_id: str, table: str) -
     # sorting their wide JSON columns was 0.3 s of a 360 MB ingest.
     order = " ORDER BY rank, ts_ns" if table in _TIME_SORTED else ""
     target = lake.staged_file(run_id, table)
-    con.execute(
-        f"COPY (SELECT {cols} FROM {src}{order}) TO '{target}' (FORMAT parquet, COMPRESSION zstd)"
-    )
+    try:
+        con.sql(f"SELECT {cols} FROM {src}{order}").write_parquet(str(target), compression="zstd")
+    except duckdb.IOException as e:
+        raise StoreError(f"{target}: cannot write: {_reason(e)}") from None
+
+
+def _reason(e: duckdb.Error) -> str:
+    """What went wrong in a DuckDB I/O error: the OS's words for its errno when it carries
+    one (its message is a JSON blob around them), else its first line."""
+    errno = _ERRNO.search(str(e))
+    return os.strerror(int(errno.group(1))) if errno else str(e).splitlines()[0]
+
+
+_ERRNO = re.compile(r'"errno"\s*:\s*"(\d+)"')
 
 
 # Tables written in (rank, ts_ns) order.
@@ -133,7 +150,6 @@ def _ranks_table(traces: list[RankTrace], digests: list[str]) -> pa.Table:
     rows = []
     for t, digest in zip(traces, digests, strict=True):
         meta = t.metadata
-        base = meta.get("baseTimeNanoseconds")
         rows.append({
             "rank": t.rank, "world_size": t.world_size, "rank_source": t.rank_source,
             "file_name": t.path.name, "file_bytes": t.file_bytes, "file_sha256": digest,
@@ -141,7 +157,7 @@ def _ranks_table(traces: list[RankTrace], digests: list[str]) -> pa.Table:
             "backend": (t.distributed_info or {}).get("backend"),
             "distributed_info": metadata_json(t.distributed_info) if t.distributed_info else None,
             "trace_metadata": metadata_json(meta),
-            "base_time_ns": base if isinstance(base, int) else None,
+            "base_time_ns": t.base_time_ns,
             "events_total": t.events_total, "events_malformed": t.malformed,
             "events_skipped": t.events_skipped,
             "malformed_examples": metadata_json(t.malformed_examples),
@@ -161,8 +177,7 @@ def _devices_table(traces: list[RankTrace]) -> pa.Table:
             row: dict[str, Any] = {"rank": t.rank}
             for col, key in _DEVICE_FIELDS.items():
                 v = d.get(key)
-                row[col] = v if isinstance(v, int | str) and not isinstance(v, bool) else None
-            row["name"] = d.get("name") if isinstance(d.get("name"), str) else None
+                row[col] = v if type(v) is _DEVICE_TYPES.get(col, int) else None
             rows.append(row)
     return pa.Table.from_pylist(rows, schema=schema)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import secrets
 import threading
 import time
@@ -15,7 +16,9 @@ from typing import Any
 from collectors.ingest.inputs import expand_inputs, run_name
 from collectors.ingest.lake_write import write_run
 from collectors.parse import RankTrace, parse_trace
-from data.errors import DuplicateTraceError, TraceFormatError
+from data.errors import DashError, DuplicateTraceError, TraceFormatError
+from data.lake_sweep import sweep_lake
+from data.scratch import sweep_scratch
 from data.store import DEFAULT_DATA_DIR, Store
 
 StageProgress = Callable[[str, float], None]
@@ -67,6 +70,8 @@ def ingest(
     """
     report = progress or (lambda stage, frac: None)
     in_paths = [Path(p) for p in paths]
+    _check_tags(tags or {})
+    sweep_scratch()  # what killed ingests left in /tmp and /dev/shm
     with expand_inputs(in_paths) as labels:
         files = list(labels)
         # Hashing and opening the store (a new one writes an empty segment per table) run
@@ -94,6 +99,8 @@ def ingest(
                     )
                 except TraceFormatError as e:  # name the user's file, not a temporary copy
                     raise TraceFormatError(str(e).replace(str(f), labels[f])) from None
+                except MemoryError:
+                    raise DashError(f"{labels[f]}: not enough memory to parse it") from None
                 if trace.events_total == 0:
                     raise TraceFormatError(
                         f"{labels[f]}: the trace has no events (empty traceEvents)"
@@ -105,15 +112,18 @@ def ingest(
                     job.join()
         digests: list[str] = hasher.result()
         store: Store = opener.result()
+        sweep_lake(store.lake.root)  # ... and in the lake
         _check_ranks(traces, labels)
         digest = hashlib.sha256("".join(sorted(digests)).encode()).hexdigest()
         what = str(in_paths[0]) if len(in_paths) == 1 else f"{in_paths[0]} (+{len(in_paths) - 1})"
-        existing = store.find_by_sha256(digest)
-        if existing:
-            raise DuplicateTraceError(
-                f"{what}: already ingested as run {existing}", run_id=existing
-            )
+        # Claimed first, looked up second: an ingest of the same content either holds the
+        # claim now or released it after its runs row landed, so the lookup sees it.
         with store.lake.claim(digest, what):
+            existing = store.find_by_sha256(digest)
+            if existing:
+                raise DuplicateTraceError(
+                    f"{what}: already ingested as run {existing}", run_id=existing
+                )
             run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
             run = {
                 "run_id": run_id,
@@ -127,6 +137,22 @@ def ingest(
             report("commit", 1.0)
     store.close()
     return run_id
+
+
+# Tags the analyses read as numbers (tokens/s, the step without the profiler).
+NUMERIC_TAGS = ("tokens_per_step", "unprofiled_step_ms")
+
+
+def _check_tags(tags: dict[str, Any]) -> None:
+    for key in NUMERIC_TAGS:
+        if key not in tags:
+            continue
+        try:
+            ok = 0 < float(tags[key]) < math.inf
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise DashError(f"tag {key}={str(tags[key])[:80]!r}: expected a positive number")
 
 
 def _check_ranks(traces: list[RankTrace], labels: dict[Path, str]) -> None:

@@ -10,8 +10,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from collectors.nvml_source.protocol import INVENTORY, METRICS, ReplayFinished
 from data.errors import RecordingFormatError
+from data.schema import arrow_schema
 
 # Column names of the recordings in ../shared/fixtures/h200 -> ours. data/samples and
 # tests/data already use ours. Columns we do not know (legacy PCIe KB/s, phase) are ignored.
@@ -29,6 +32,12 @@ ALIASES = {
     "gpm_fp32_util": "gpm_fp32_util_pct",
 }
 _INT_COLS = {c for c in METRICS if not c.startswith("gpm_") and c != "processes"} | {"ts_ns", "gpu"}
+# The range of each integer column, from its Arrow type (int32 or int64).
+_INT_RANGE = {
+    f.name: (-(2 ** (f.type.bit_width - 1)), 2 ** (f.type.bit_width - 1) - 1)
+    for f in arrow_schema("gpu_samples")
+    if f.name in _INT_COLS
+}
 
 
 def read_recording(path: Path) -> list[dict[str, Any]]:
@@ -67,24 +76,50 @@ def _typed(path: Path, line: int, raw: dict[str, str], known: dict[str, str]) ->
                 row[col] = text
                 continue
             raise RecordingFormatError(f"{path}:{line}: {h}={text!r} is not a number") from None
+        if isinstance(value, float) and math.isinf(value):
+            raise RecordingFormatError(f"{path}:{line}: {h}={text!r} is not a finite number")
+        low, high = _INT_RANGE.get(col, (-math.inf, math.inf))
+        if isinstance(value, int) and not low <= value <= high:
+            raise RecordingFormatError(f"{path}:{line}: {h}={text!r} is out of range")
         row[col] = None if isinstance(value, float) and math.isnan(value) else value
     return row
 
 
 def _int(text: str) -> int:
-    """An integer cell; exact for ns timestamps (a float would round them to 256 ns)."""
+    """An integer cell; exact for ns timestamps (a float would round them to 256 ns).
+    Raises ValueError for anything but a whole number ("3201.0" is one; "inf" is not)."""
     try:
         return int(text)
     except ValueError:
-        return int(float(text))  # "3201.0"
+        number = float(text)  # "3201.0"
+        if not number.is_integer():  # nan, inf and 1.5 too
+            raise ValueError(text) from None
+        return int(number)
+
+
+_INVENTORY_SCHEMA = pa.schema([f for f in arrow_schema("gpu_inventory") if f.name in INVENTORY])
 
 
 def _sidecar_inventory(path: Path) -> dict[int, dict[str, Any]]:
-    """`<name>.inventory.json` beside a recording: the recorded GPUs' gpu_inventory rows."""
+    """`<name>.inventory.json` beside a recording: the recorded GPUs' gpu_inventory rows,
+    each a JSON object with an int `gpu` and values the inventory's columns can hold."""
     side = path.with_name(path.name.removesuffix(".csv") + ".inventory.json")
     if not side.is_file():
         return {}
-    return {int(r["gpu"]): r for r in json.loads(side.read_text())}
+    try:
+        rows = json.loads(side.read_text())
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise RecordingFormatError(f"{side}: cannot read ({str(e)[:200]})") from None
+    if not isinstance(rows, list) or not all(
+        isinstance(r, dict) and type(r.get("gpu")) is int for r in rows
+    ):
+        raise RecordingFormatError(f"{side}: expected a JSON list of objects with an int 'gpu'")
+    for r in rows:
+        try:
+            pa.Table.from_pylist([{c: r.get(c) for c in INVENTORY}], _INVENTORY_SCHEMA)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as e:
+            raise RecordingFormatError(f"{side}: gpu {r['gpu']}: {str(e)[:200]}") from None
+    return {r["gpu"]: r for r in rows}
 
 
 class ReplaySource:

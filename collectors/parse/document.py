@@ -4,26 +4,29 @@ the events array cut into slices at the commas between events, without decoding 
 from __future__ import annotations
 
 import ctypes
-import gzip
 import mmap
 import re
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 import numpy as np
 
 from collectors.parse.events import RAWS, short_error
+from collectors.parse.expansion import expanded_cap_bytes, gunzip
+from collectors.parse.utf8 import is_utf8, replaced
 from data.errors import TraceFormatError
 
 CHUNK_BYTES = 8 << 20  # events are decoded a slice of the file at a time
+Buffer = bytes | bytearray | mmap.mmap  # a trace's decompressed bytes
 Progress = Callable[[int, int], None]
 
 
-def read_bytes(path: Path) -> bytes | mmap.mmap:
-    """The decompressed bytes of a trace file (gzip by magic number, not by name)."""
+def read_bytes(path: Path) -> Buffer:
+    """The decompressed bytes of a trace file (gzip by magic number, not by name; at most
+    collectors.parse.expansion's cap)."""
     try:
         with path.open("rb") as fh:
             magic = fh.read(2)
@@ -37,81 +40,102 @@ def read_bytes(path: Path) -> bytes | mmap.mmap:
         raise TraceFormatError(f"{path}: cannot read: {e.strerror or e}") from None
 
 
-def _gunzip(fh: Any, path: Path) -> bytes:
+def _gunzip(fh: BinaryIO, path: Path) -> bytearray:
     try:
-        # In one piece: GzipFile.read() joins small chunks that stay in the heap after (270 MB
-        # for the 360 MB benchmark trace), and a forked helper would count them again.
-        data = gzip.decompress(fh.read())
+        # Into one growing buffer: GzipFile.read() joins small chunks that stay in the heap
+        # after (270 MB for the 360 MB benchmark trace), and a forked helper would count them.
+        data = gunzip(fh, path, expanded_cap_bytes())
     except EOFError:
         raise TraceFormatError(f"{path}: truncated gzip (the file ends mid-stream)") from None
-    except (OSError, zlib.error) as e:
+    except zlib.error as e:
         raise TraceFormatError(f"{path}: corrupt gzip: {e}") from None
     if not data:
         raise TraceFormatError(f"{path}: empty file inside the gzip")
     return data
 
 
-class _Doc(msgspec.Struct):
-    """The top level: events as raw values, plus the metadata keys Kineto writes anywhere."""
-
-    traceEvents: list[msgspec.Raw] | None = None
-    deviceProperties: Any = None
-    distributedInfo: Any = None
-    baseTimeNanoseconds: Any = None
-    traceName: Any = None
-    displayTimeUnit: Any = None
-
-
-_DOC = msgspec.json.Decoder(_Doc | list[msgspec.Raw])
-_HEADER = msgspec.json.Decoder(dict[str, Any])
+# Top-level keys that are metadata wherever they are; other keys count only before the events
+# (Kineto writes its metadata first, and the quick look reads no further than that).
+_ANYWHERE = ("deviceProperties", "distributedInfo", "baseTimeNanoseconds", "traceName",
+             "displayTimeUnit")  # fmt: skip
+_MEMBERS = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw] | list[msgspec.Raw])
+_VALUE = msgspec.json.Decoder()
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*')
 # Between two events: group 1 is the comma. The same bytes inside a string or a nested value
 # make a slice that is not valid JSON; decoding catches that (see entry._parse_slices).
 _BETWEEN_EVENTS = re.compile(rb"\}\s*(,)\s*\{")
 _NEAR_END = 1 << 20  # the header and the keys after traceEvents are looked for this close
+# What lies between two top-level values: a separator and one key. More than that is a
+# member that a later one of the same key hid (a dict keeps one value per key).
+_BEFORE_VALUE = re.compile(rb'\s*[{,]\s*"(?:[^"\\]|\\.)*"\s*:\s*')
+_AFTER_LAST = re.compile(rb"\s*\}\s*")
+_KEY = re.compile(rb'\s*[{,]\s*("(?:[^"\\]|\\.)*")')
+
+Metadata = tuple[dict[str, Any], list[str]]  # top-level keys, and what was wrong in them
 
 
-def top_level(path: Path, buf: bytes | mmap.mmap) -> tuple[dict[str, Any], list[msgspec.Raw]]:
+def top_level(path: Path, buf: Buffer) -> tuple[Metadata, list[msgspec.Raw]]:
     head = bytes(buf[:64]).lstrip()
     if head[:1] not in (b"{", b"["):
         if b"\x00" in bytes(buf[:4096]):
             raise TraceFormatError(f"{path}: binary data, not a JSON trace")
         raise TraceFormatError(f"{path}: not JSON (does not start with '{{' or '[')")
     try:
-        top = _DOC.decode(buf)
+        top = _TOP.decode(buf)
+        if isinstance(top, list):  # Chrome's "JSON array" form: events only
+            return ({}, []), top
+        events = top.get("traceEvents")
+        if events is None or bytes(events) == b"null":
+            raise TraceFormatError(
+                f"{path}: no 'traceEvents' list; is this a torch.profiler export?"
+            )
+        raws = RAWS.decode(events)
     except msgspec.ValidationError as e:
         raise TraceFormatError(f"{path}: not a trace: {short_error(e)}") from None
     except msgspec.DecodeError as e:
         raise TraceFormatError(f"{path}: not valid JSON: {short_error(e)}") from None
-    if isinstance(top, list):  # Chrome's "JSON array" form: events only
-        return {}, top
-    if top.traceEvents is None:
-        raise TraceFormatError(f"{path}: no 'traceEvents' list; is this a torch.profiler export?")
-    meta = _header(buf)[0]
-    for key in _Doc.__struct_fields__[1:]:
-        if getattr(top, key) is not None:
-            meta[key] = getattr(top, key)
-    return meta, top.traceEvents
+    return _metadata(path, buf, top), raws
 
 
-def _header(buf: bytes | mmap.mmap) -> tuple[dict[str, Any], int]:
-    """Every top-level key written before traceEvents (versions, flags, user metadata), and
-    the offset of the traceEvents value (-1 if not found).
+def _metadata(path: Path, doc: Buffer, top: dict[str, msgspec.Raw]) -> Metadata:
+    """The metadata of a document's top-level members (`top`, decoded from `doc`): every key
+    before traceEvents and the _ANYWHERE ones after it. Raises TraceFormatError for a key
+    written twice; a value that is not UTF-8 is repaired and noted."""
+    _check_unique_keys(path, doc, top)
+    events_at = _address(top["traceEvents"])
+    meta: dict[str, Any] = {}
+    after: dict[str, Any] = {}
+    notes: list[str] = []
+    for key, raw in top.items():
+        if key == "traceEvents" or (_address(raw) > events_at and key not in _ANYWHERE):
+            continue
+        text = bytes(raw)
+        if not is_utf8(text):
+            text = replaced(text)
+            notes.append(f"metadata {key[:60]!r}: invalid UTF-8 replaced with U+FFFD")
+        (meta if _address(raw) < events_at else after)[key] = _VALUE.decode(text)
+    # in _ANYWHERE's order, as the metadata has always been written (trace_metadata's text)
+    meta.update((key, after[key]) for key in _ANYWHERE if after.get(key) is not None)
+    return meta, notes
 
-    Kineto writes its metadata first; reading only that prefix avoids a second pass over the
-    events. Keys after traceEvents are covered by _Doc's fields.
-    """
-    m = _EVENTS_KEY.search(buf, 0, min(len(buf), _NEAR_END))
-    if m is None:
-        return {}, -1
-    prefix = bytes(buf[: m.start()]).rstrip().rstrip(b",")
-    try:
-        return _HEADER.decode(prefix + b"}"), m.end()
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return {}, -1
+
+def _check_unique_keys(path: Path, doc: Buffer, top: dict[str, msgspec.Raw]) -> None:
+    """Refuse a document whose top level names a key twice: decoded as a dict, only one of
+    them survives, silently (two traceEvents lists: one run's events or the other's)."""
+    base = _address_of(doc)
+    at = 0
+    for start, size in sorted((_address(raw) - base, len(raw)) for raw in top.values()):
+        if not _BEFORE_VALUE.fullmatch(doc, at, start):
+            key = _KEY.match(doc, at, start)
+            name = msgspec.json.decode(key.group(1)) if key else "?"
+            raise TraceFormatError(f"{path}: duplicate top-level key {name!r}")
+        at = start + size
+    if top and not _AFTER_LAST.fullmatch(doc, at):
+        raise TraceFormatError(f"{path}: duplicate top-level key (after the last one)")
 
 
-def slicing(buf: bytes | mmap.mmap) -> tuple[dict[str, Any], list[int]] | None:
+def slicing(path: Path, buf: Buffer) -> tuple[Metadata, list[int]] | None:
     """The metadata and the cuts of the events array (see _cuts), found without decoding the
     events; None when this quick look cannot vouch for the document's shape (the whole
     document is then decoded, which also gives the exact error for a broken file)."""
@@ -120,29 +144,33 @@ def slicing(buf: bytes | mmap.mmap) -> tuple[dict[str, Any], list[int]] | None:
         close = buf.rfind(b"]")
         if close <= first or bytes(buf[close + 1 :]).strip():
             return None
-        return {}, _cuts(buf, first, close)
-    meta, start = _header(buf)
-    if start < 0 or buf[start : start + 1] != b"[":
+        return ({}, []), _cuts(buf, first, close)
+    m = _EVENTS_KEY.search(buf, 0, min(len(buf), _NEAR_END))
+    if m is None or buf[m.end() : m.end() + 1] != b"[":
         return None
+    start = m.end()
     # The array ends at a ']' after which the rest closes the document's object, and before
     # which the last slice is a JSON array (a ']' closing a later key's list is not).
     end, lowest = len(buf), max(start, len(buf) - _NEAR_END)
     while (close := buf.rfind(b"]", lowest, end)) > start:
         end = close
         try:
-            tail = _HEADER.decode(b'{"":0' + bytes(buf[close + 1 :]))
+            _MEMBERS.decode(b'{"":0' + bytes(buf[close + 1 :]))
             cuts = _cuts(buf, start, close)
             RAWS.decode(_slice(buf, cuts[-2], cuts[-1]))
         except (msgspec.DecodeError, msgspec.ValidationError):
             continue
-        for key in _Doc.__struct_fields__[1:]:
-            if tail.get(key) is not None:
-                meta[key] = tail[key]
-        return meta, cuts
+        # The document with its events left out: the same top-level keys, a few kB.
+        rest = bytes(buf[:start]) + b"[]" + bytes(buf[close + 1 :])
+        try:
+            top = _MEMBERS.decode(rest)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        return _metadata(path, rest, top), cuts
     return None
 
 
-def _cuts(buf: bytes | mmap.mmap, start: int, close: int) -> list[int]:
+def _cuts(buf: Buffer, start: int, close: int) -> list[int]:
     """Offsets that cut the events array into slices of about CHUNK_BYTES: its '[', the
     commas between events that follow every CHUNK_BYTES, and its ']'."""
     cuts = [start]
@@ -155,7 +183,7 @@ def _cuts(buf: bytes | mmap.mmap, start: int, close: int) -> list[int]:
     return cuts
 
 
-def _slice(buf: bytes | mmap.mmap, a: int, b: int) -> bytearray:
+def _slice(buf: Buffer, a: int, b: int) -> bytearray:
     """The events between cuts a and b as a JSON array of their own, in one copy."""
     with memoryview(buf) as view:
         out = bytearray(view[a : b + 1])
@@ -164,7 +192,7 @@ def _slice(buf: bytes | mmap.mmap, a: int, b: int) -> bytearray:
 
 
 def slices(
-    buf: bytes | mmap.mmap, cuts: list[int], take: Callable[[], int], progress: Progress | None
+    buf: Buffer, cuts: list[int], take: Callable[[], int], progress: Progress | None
 ) -> Iterator[tuple[int, bytearray]]:
     """The slices this process takes, with their index (they are handed out in order, so
     the index taken tells how far the whole parse is)."""
@@ -180,6 +208,11 @@ class NotSliceable(Exception):
 
 def _address(raw: msgspec.Raw) -> int:
     return int(np.frombuffer(raw, dtype=np.uint8).ctypes.data)
+
+
+def _address_of(buf: Buffer) -> int:
+    """Where a buffer's first byte is (an empty one has none: 0)."""
+    return int(np.frombuffer(buf, dtype=np.uint8).ctypes.data) if len(buf) else 0
 
 
 def as_array(raws: list[msgspec.Raw]) -> bytearray:

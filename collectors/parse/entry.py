@@ -7,13 +7,15 @@ import contextlib
 import gc
 import itertools
 import mmap
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
 from collectors.parse.document import (
+    Buffer,
+    Metadata,
     NotSliceable,
     Progress,
     as_array,
@@ -25,6 +27,7 @@ from collectors.parse.document import (
 from collectors.parse.helper import Helper, SharedCounter, worth_a_helper
 from collectors.parse.rank_trace import RankTrace, new_trace
 from collectors.parse.tables import build, in_order
+from data.errors import TraceFormatError
 
 CHUNK_EVENTS = 65536  # events per chunk where the document had to be split into values first
 
@@ -52,12 +55,16 @@ def parse_trace(
             pending.pop()()
 
     try:
-        sliced = slicing(buf)
+        sliced = slicing(path, buf)
         if sliced is not None:
             with contextlib.suppress(NotSliceable):
                 return _parse_slices(path, buf, *sliced, include_python, progress, started)
         started()
         return _parse_whole(path, buf, include_python, progress)
+    except RecursionError:  # msgspec's guard against a stack overflow, at Python's limit
+        raise TraceFormatError(
+            f"{path}: JSON nested deeper than {sys.getrecursionlimit()} levels"
+        ) from None
     finally:
         if isinstance(buf, mmap.mmap):
             with contextlib.suppress(BufferError):  # a value still views the map; GC closes it
@@ -68,8 +75,8 @@ def parse_trace(
 
 def _parse_slices(
     path: Path,
-    buf: bytes | mmap.mmap,
-    meta: dict[str, Any],
+    buf: Buffer,
+    meta: Metadata,
     cuts: list[int],
     include_python: bool,
     progress: Progress | None,
@@ -79,7 +86,7 @@ def _parse_slices(
     pass over the whole document first). For a big file a helper process decodes slices too;
     each process takes the next slice not yet taken, so neither waits on the other while
     there is work left, whatever else runs beside it."""
-    trace = new_trace(path, meta)
+    trace = new_trace(path, *meta)
     helper = None
     take: Callable[[], int] = itertools.count().__next__
     if worth_a_helper(buf) and len(cuts) > 2:
@@ -101,11 +108,11 @@ def _parse_slices(
 
 
 def _parse_whole(
-    path: Path, buf: bytes | mmap.mmap, include_python: bool, progress: Progress | None
+    path: Path, buf: Buffer, include_python: bool, progress: Progress | None
 ) -> RankTrace:
     """The general path: the whole document split into raw values, one process."""
     meta, raws = top_level(path, buf)
-    trace = new_trace(path, meta)
+    trace = new_trace(path, *meta)
     total = len(raws)
 
     def chunks() -> Iterator[tuple[int, bytearray]]:

@@ -1,14 +1,23 @@
 """The msgspec structs a trace's events and their `args` decode into, and the decoding of a
-chunk of events (an invalid event or args value is counted, never dropped silently)."""
+chunk of events (an invalid event or args value is counted, never dropped silently).
+
+Integers are bounded by the column they land in (I32, I64): msgspec reads any size of
+integer, and one beyond the column's range would wrap or stop the ingest, so it fails the
+event's (or its args') validation instead and is counted like any invalid value.
+"""
 
 from __future__ import annotations
 
 from operator import attrgetter
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import msgspec
 
 from collectors.parse.rank_trace import RankTrace
+from collectors.parse.utf8 import is_utf8, replaced
+
+I32 = Annotated[int, msgspec.Meta(ge=-(2**31), le=2**31 - 1)]
+I64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 
 # The default of raw fields, one shared value: a default_factory made decoding cpu_op args
 # 25 % slower (a new object per absent field).
@@ -19,8 +28,8 @@ class Event(msgspec.Struct, gc=False):
     ph: str = ""
     cat: str = ""
     name: str = ""
-    pid: int | str | None = None
-    tid: int | str | None = None
+    pid: I64 | str | None = None
+    tid: I64 | str | None = None
     ts: msgspec.Raw = _ABSENT
     dur: float | None = None
     args: msgspec.Raw = _ABSENT
@@ -36,26 +45,26 @@ def _raw(key: str) -> Any:
 
 
 class GpuArgs(msgspec.Struct, gc=False):
-    external_id: int | None = _f("External id")
-    external_id_legacy: int | None = _f("external id")
-    device: int | None = None
-    stream: int | str | None = None
-    correlation: int | None = None
-    registers: int | None = _f("registers per thread")
-    shared_memory: int | None = _f("shared memory")
+    external_id: I64 | None = _f("External id")
+    external_id_legacy: I64 | None = _f("external id")
+    device: I32 | None = None
+    stream: I64 | str | None = None
+    correlation: I64 | None = None
+    registers: I32 | None = _f("registers per thread")
+    shared_memory: I64 | None = _f("shared memory")
     blocks_per_sm: float | None = _f("blocks per SM")
     warps_per_sm: float | None = _f("warps per SM")
-    grid: list[int] | None = None
-    block: list[int] | None = None
+    grid: list[I32] | None = None
+    block: list[I32] | None = None
     occupancy: float | None = _f("est. achieved occupancy %")
-    bytes: int | None = None
-    graph_id: int | None = _f("graph id")
-    graph_node_id: int | None = _f("graph node id")
+    bytes: I64 | None = None
+    graph_id: I64 | None = _f("graph id")
+    graph_node_id: I64 | None = _f("graph node id")
     collective_name: str | None = _f("Collective name")
     dtype: str | None = None
-    in_nelems: int | None = _f("In msg nelems")
-    out_nelems: int | None = _f("Out msg nelems")
-    group_size: int | None = _f("Group size")
+    in_nelems: I64 | None = _f("In msg nelems")
+    out_nelems: I64 | None = _f("Out msg nelems")
+    group_size: I32 | None = _f("Group size")
     pg_name: str | None = _f("Process Group Name")
     pg_desc: str | None = _f("Process Group Description")
     pg_ranks: msgspec.Raw = _raw("Process Group Ranks")
@@ -64,27 +73,27 @@ class GpuArgs(msgspec.Struct, gc=False):
 
 
 class RuntimeArgs(msgspec.Struct, gc=False):
-    correlation: int | None = None
-    external_id: int | None = _f("External id")
-    external_id_legacy: int | None = _f("external id")
-    cbid: int | None = None
+    correlation: I64 | None = None
+    external_id: I64 | None = _f("External id")
+    external_id_legacy: I64 | None = _f("external id")
+    cbid: I32 | None = None
 
 
 class OpArgs(msgspec.Struct, gc=False):
-    external_id: int | None = _f("External id")
-    external_id_legacy: int | None = _f("external id")
-    record_function_id: int | None = _f("Record function id")
-    sequence_number: int | None = _f("Sequence number")
-    fwd_thread_id: int | None = _f("Fwd thread id")
+    external_id: I64 | None = _f("External id")
+    external_id_legacy: I64 | None = _f("external id")
+    record_function_id: I64 | None = _f("Record function id")
+    sequence_number: I64 | None = _f("Sequence number")
+    fwd_thread_id: I64 | None = _f("Fwd thread id")
     input_dims: msgspec.Raw = _raw("Input Dims")
     input_types: msgspec.Raw = _raw("Input type")
     input_strides: msgspec.Raw = _raw("Input Strides")
     concrete_inputs: msgspec.Raw = _raw("Concrete Inputs")
     collective_name: str | None = _f("Collective name")
     dtype: str | None = None
-    in_nelems: int | None = _f("In msg nelems")
-    out_nelems: int | None = _f("Out msg nelems")
-    group_size: int | None = _f("Group size")
+    in_nelems: I64 | None = _f("In msg nelems")
+    out_nelems: I64 | None = _f("Out msg nelems")
+    group_size: I32 | None = _f("Group size")
     pg_name: str | None = _f("Process Group Name")
     pg_desc: str | None = _f("Process Group Description")
     pg_ranks: msgspec.Raw = _raw("Process Group Ranks")
@@ -93,17 +102,17 @@ class OpArgs(msgspec.Struct, gc=False):
 
 
 class MemoryArgs(msgspec.Struct, gc=False):
-    device_type: int | None = _f("Device Type")
-    device_id: int | None = _f("Device Id")
-    addr: int | None = _f("Addr")
-    bytes: int | None = _f("Bytes")
-    total_allocated: int | None = _f("Total Allocated")
-    total_reserved: int | None = _f("Total Reserved")
+    device_type: I32 | None = _f("Device Type")
+    device_id: I32 | None = _f("Device Id")
+    addr: I64 | None = _f("Addr")
+    bytes: I64 | None = _f("Bytes")
+    total_allocated: I64 | None = _f("Total Allocated")
+    total_reserved: I64 | None = _f("Total Reserved")
 
 
 class PythonArgs(msgspec.Struct, gc=False):
-    python_id: int | None = _f("Python id")
-    python_parent_id: int | None = _f("Python parent id")
+    python_id: I64 | None = _f("Python id")
+    python_parent_id: I64 | None = _f("Python parent id")
 
 
 _ArgsT = TypeVar("_ArgsT", bound=msgspec.Struct)
@@ -115,8 +124,11 @@ _ARGS = attrgetter("args")
 
 
 def decode_chunk(trace: RankTrace, chunk: bytearray) -> list[Event]:
-    """A JSON array of events; an invalid event is counted and left out. Raises
-    msgspec.DecodeError if the chunk is not a JSON array."""
+    """A JSON array of events; an invalid event is counted and left out, one whose text is
+    not UTF-8 is repaired (U+FFFD) and counted. Raises msgspec.DecodeError if the chunk is
+    not a JSON array."""
+    if not is_utf8(chunk):
+        chunk = _repaired(trace, chunk)
     try:
         events = _EVENTS.decode(chunk)
     except msgspec.ValidationError:
@@ -133,6 +145,19 @@ def decode_chunk(trace: RankTrace, chunk: bytearray) -> list[Event]:
         except (msgspec.ValidationError, msgspec.DecodeError) as err:
             trace.note_malformed(f"event {bytes(raw)[:80]!r}: {short_error(err)}")
     return out
+
+
+def _repaired(trace: RankTrace, chunk: bytearray) -> bytearray:
+    """The chunk with each event that is not UTF-8 repaired, and counted (splitting a chunk
+    into raw values does not look inside its strings, so it works on the invalid bytes)."""
+    fixed: list[bytes] = []
+    for raw in RAWS.decode(chunk):
+        text = bytes(raw)
+        if not is_utf8(text):
+            text = replaced(text)
+            trace.note_malformed(f"event {text[:80]!r}: invalid UTF-8 replaced with U+FFFD")
+        fixed.append(text)
+    return bytearray(b"[" + b",".join(fixed) + b"]")
 
 
 def decode_args(

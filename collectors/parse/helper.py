@@ -1,28 +1,32 @@
 """The helper process that decodes slices of a big trace beside the parent: forked, sharing a
-counter that hands out the next slice, its tables returned as Arrow IPC files in /dev/shm."""
+counter that hands out the next slice, its tables returned as Arrow IPC files in /dev/shm
+(a data.scratch folder, removed by the next ingest if both processes were killed)."""
 
 from __future__ import annotations
 
 import contextlib
-import mmap
+import ctypes
 import multiprocessing
 import os
+import pickle
 import shutil
-import tempfile
+import signal
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pyarrow as pa
 
-from collectors.parse.document import NotSliceable, slices
+from collectors.parse.document import Buffer, NotSliceable, slices
 from collectors.parse.rank_trace import MAX_EXAMPLES, RankTrace, new_trace
 from collectors.parse.tables import Parts, build
+from data.errors import DashError
+from data.scratch import SHARED_MEMORY, new_scratch
 
 PARALLEL_MIN_BYTES = 64 << 20  # below this a helper process costs more than it saves
 
 
-def worth_a_helper(buf: bytes | mmap.mmap) -> bool:
+def worth_a_helper(buf: Buffer) -> bool:
     return len(buf) >= PARALLEL_MIN_BYTES and (os.cpu_count() or 1) >= 2 and hasattr(os, "fork")
 
 
@@ -56,27 +60,30 @@ class Helper:
     def start(
         cls,
         path: Path,
-        buf: bytes | mmap.mmap,
+        buf: Buffer,
         cuts: list[int],
         take: SharedCounter,
         include_python: bool,
     ) -> Helper:
-        shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
-        folder = tempfile.mkdtemp(prefix="trace-parse-", dir=shm)
+        shm = SHARED_MEMORY if SHARED_MEMORY.is_dir() else None
+        folder = str(new_scratch("trace-parse", shm))
         ctx = multiprocessing.get_context("fork")
         recv, send = ctx.Pipe(duplex=False)
-        args = (send, path, buf, cuts, take, include_python, folder)
+        args = (send, path, buf, cuts, take, include_python, folder, os.getpid())
         proc = ctx.Process(target=_child, args=args, daemon=True)
         proc.start()
         send.close()
         return cls(proc, recv, folder)
 
     def merge_into(self, trace: RankTrace, parts: Parts) -> None:
-        status, payload = self.recv.recv()
+        try:
+            status, payload = self.recv.recv()
+        except EOFError:  # it died without a word (killed, out of memory)
+            raise DashError(f"{trace.path}: the parse helper process died") from None
         if status == "not sliceable":
             raise NotSliceable
         if status != "ok":
-            raise RuntimeError(f"{trace.path}: parse helper failed: {payload}")
+            raise payload  # what failed in the child, raised again here
         files, counts, total, skipped, malformed, examples = payload
         for table, (file, sizes) in files.items():
             # Memory-mapped Arrow IPC: the child's tables arrive without a copy.
@@ -101,9 +108,10 @@ class Helper:
 
 
 def _child(
-    send: Any, path: Path, buf: bytes | mmap.mmap, cuts: list[int], take: SharedCounter,
-    include_python: bool, folder: str,
+    send: Any, path: Path, buf: Buffer, cuts: list[int], take: SharedCounter,
+    include_python: bool, folder: str, parent: int,
 ) -> None:  # fmt: skip
+    _die_with_parent(parent)
     trace = new_trace(path, {})
     try:
         files = {}
@@ -119,8 +127,29 @@ def _child(
     except msgspec.DecodeError:
         with contextlib.suppress(OSError):
             send.send(("not sliceable", None))
-    except BaseException as e:  # the parent owns the error message
+    except BaseException as e:  # raised again in the parent, which reports it
         with contextlib.suppress(OSError):
-            send.send(("error", f"{type(e).__name__}: {e}"))
+            send.send(("error", e if _picklable(e) else DashError(f"{type(e).__name__}: {e}")))
     finally:
         send.close()
+
+
+def _picklable(e: BaseException) -> bool:
+    try:
+        pickle.loads(pickle.dumps(e))
+    except Exception:
+        return False
+    return True
+
+
+def _die_with_parent(parent: int) -> None:
+    """Have Linux kill this child when its parent dies (a kill -9 of the ingest left it
+    running, holding its shared-memory folder); elsewhere it ends with its slices."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before the prctl took effect
+        os._exit(1)
+
+
+_PR_SET_PDEATHSIG = 1

@@ -13,7 +13,7 @@ import msgspec
 import numpy as np
 import pyarrow as pa
 
-from collectors.parse.columns import as_int, dur_ns, exact_ns, ints, raw_text
+from collectors.parse.columns import dur_ns, exact_ns, ints, raw_text
 from collectors.parse.events import (
     Event,
     GpuArgs,
@@ -114,6 +114,19 @@ class _Builder:
             ts, dur = ts[keep], dur[keep]
         return events, ts, dur
 
+    def _ints(self, values: list[Any], label: str, what: str, bits: int = 64) -> pa.Array[Any]:
+        """An integer column; a value out of its range is NULL and counted."""
+        column, bad = ints(values, bits)
+        if bad:
+            self.trace.note_malformed(f"{label}: {what} out of the {bits}-bit range", bad)
+        return column
+
+    def _pid_tid(self, events: list[Event], label: str) -> dict[str, pa.Array[Any]]:
+        return {
+            "pid": self._ints([e.pid for e in events], label, "pid"),
+            "tid": self._ints([e.tid for e in events], label, "tid"),
+        }
+
     def _gpu(self, events: list[Event], kind: str) -> pa.Table:
         events, ts, dur = self._timed(events, kind)
         args = decode_args(self.trace, events, GpuArgs, kind)
@@ -136,8 +149,8 @@ class _Builder:
         cols: dict[str, pa.Array[Any]] = {
             "kind": pa.array([kind] * len(events), pa.string()),
             "name": pa.array(names, pa.string()),
-            "device": pa.array([as_int(d) for d in device], pa.int32()),
-            "stream": ints(stream),
+            "device": self._ints(device, kind, "device", 32),
+            "stream": self._ints(stream, kind, "stream"),
             "ts_ns": pa.array(ts), "dur_ns": pa.array(dur),
             "correlation": pa.array([a.correlation for a in args], pa.int64()),
             "external_id": pa.array([_ext(a) for a in args], pa.int64()),
@@ -182,7 +195,7 @@ class _Builder:
             "category": pa.array([category] * len(events), pa.string()),
             "call_kind": pa.array([_call_kind(n, category) for n in names], pa.string()),
             "name": pa.array(names, pa.string()),
-            "pid": ints([e.pid for e in events]), "tid": ints([e.tid for e in events]),
+            **self._pid_tid(events, category),
             "ts_ns": pa.array(ts), "dur_ns": pa.array(dur),
             "correlation": pa.array([a.correlation for a in args], pa.int64()),
             "external_id": pa.array([_ext(a) for a in args], pa.int64()),
@@ -206,7 +219,7 @@ class _Builder:
             )
         return pa.table({
             "name": pa.array([e.name for e in events], pa.string()),
-            "pid": ints([e.pid for e in events]), "tid": ints([e.tid for e in events]),
+            **self._pid_tid(events, "cpu_op"),
             "ts_ns": pa.array(ts), "dur_ns": pa.array(dur),
             "external_id": pa.array([_ext(a) for a in args], pa.int64()),
             "record_function_id": pa.array([a.record_function_id for a in args], pa.int64()),
@@ -224,7 +237,7 @@ class _Builder:
         return pa.table({
             "kind": pa.array([kind] * len(events), pa.string()),
             "name": pa.array([e.name for e in events], pa.string()),
-            "pid": ints([e.pid for e in events]), "tid": ints([e.tid for e in events]),
+            **self._pid_tid(events, f"{kind} annotation"),
             "ts_ns": pa.array(ts), "dur_ns": pa.array(dur),
             "external_id": pa.array([_ext(a) for a in args], pa.int64()),
         })  # fmt: skip
@@ -251,7 +264,7 @@ class _Builder:
         args = decode_args(self.trace, events, PythonArgs, "python_function")
         return pa.table({
             "name": pa.array([e.name for e in events], pa.string()),
-            "pid": ints([e.pid for e in events]), "tid": ints([e.tid for e in events]),
+            **self._pid_tid(events, "python_function"),
             "ts_ns": pa.array(ts), "dur_ns": pa.array(dur),
             "python_id": pa.array([a.python_id for a in args], pa.int64()),
             "python_parent_id": pa.array([a.python_parent_id for a in args], pa.int64()),

@@ -6,36 +6,22 @@ demo runs, then uploads a trace through the file input and waits for the new run
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers.paths import REPO, TEST_DATA
+from helpers.browser import dashboard_server, launch, require_chromium, settle
+from helpers.paths import TEST_DATA
 from playwright import sync_api as playwright
 
 TRACE = TEST_DATA / "cpu_mlp.pt.trace.json.gz"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.browser
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module", autouse=True)
 def chromium_installed() -> None:
-    """Debian's Chromium (`make chromium` installs it): without it every test here fails."""
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"Debian chromium is not installed at {CHROMIUM}: run `make chromium`")
+    require_chromium()
 
 
 @pytest.fixture(scope="module")
@@ -45,81 +31,22 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(data_dir: Path) -> Iterator[str]:
-    data = data_dir
-    port = _free_port()
-    log = (data / "server.log").open("w")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.port",
-            str(port),
-            "--server.headless",
-            "true",
-            "--server.address",
-            "127.0.0.1",
-        ],
-        cwd=REPO,
-        env={**os.environ, "DASH_DATA": str(data)},
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.read() == b"ok":
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"streamlit did not start: {(data / 'server.log').read_text()[-2000:]}")
-        time.sleep(0.3)
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
-    log.close()
-
-
-def _settle(page: object) -> None:
-    """Wait until the script run has finished (not just started)."""
-    page.wait_for_timeout(500)  # type: ignore[attr-defined]
-    page.locator(  # type: ignore[attr-defined]
-        '[data-testid="stApp"][data-test-script-state="notRunning"]'
-    ).wait_for(state="attached", timeout=90_000)
-
-
-def _launch(p: object) -> object:
-    return p.chromium.launch(  # type: ignore[attr-defined]
-        executable_path=CHROMIUM,
-        args=[
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-        ],
-    )
+    with dashboard_server(data_dir) as url:
+        yield url
 
 
 def test_upload_through_the_browser_shows_the_new_overview(server: str, tmp_path: Path) -> None:
     with playwright.sync_playwright() as p:
-        browser = _launch(p)
+        browser = launch(p)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         # First start: the demo runs are ingested, then the Runs page lists them.
         page.goto(server)
         page.get_by_text("run(s) in").wait_for(timeout=120_000)
-        _settle(page)
+        settle(page)
         assert page.get_by_test_id("stException").count() == 0
 
         page.goto(f"{server}/upload")
-        _settle(page)
+        settle(page)
         page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(TRACE))
         # The uploader shows the name shortened in the middle ("cpu_mlp...ce.json.gz").
         page.get_by_test_id("stFileUploader").get_by_text("json.gz").wait_for(timeout=30_000)
@@ -129,7 +56,7 @@ def test_upload_through_the_browser_shows_the_new_overview(server: str, tmp_path
 
         page.get_by_role("link", name="Open the overview").click()
         page.get_by_role("heading", name="cpu_mlp").wait_for(timeout=60_000)
-        _settle(page)
+        settle(page)
         assert page.get_by_text("CPU only").count() >= 1
         # Poll: under load the metrics can still be those of the previous render.
         deadline = time.monotonic() + 60
@@ -161,13 +88,13 @@ def _window_ms(page: object) -> list[float]:
 
 def test_box_select_on_the_timeline_zooms_the_window(server: str, data_dir: Path) -> None:
     with playwright.sync_playwright() as p:
-        browser = _launch(p)
+        browser = launch(p)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
         runs = _demo_runs(page, server, data_dir)
         run_id = runs[runs["device_name"].notna()]["run_id"].iloc[0]
         page.goto(f"{server}/timeline?run={run_id}")
         page.get_by_test_id("stSliderThumbValue").first.wait_for(timeout=90_000)
-        _settle(page)
+        settle(page)
         whole = _window_ms(page)
         assert whole[0] == 0.0
         drag = page.locator(".nsewdrag").first
@@ -198,13 +125,13 @@ def test_report_downloads_open(server: str, data_dir: Path, tmp_path: Path) -> N
     import json
 
     with playwright.sync_playwright() as p:
-        browser = _launch(p)
+        browser = launch(p)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
         runs = _demo_runs(page, server, data_dir)
         run_id = runs[runs["name"] == "gpt_train_fp32_naive"]["run_id"].iloc[0]
         page.goto(f"{server}/report?run={run_id}")
         page.get_by_role("button", name="JSON").wait_for(timeout=120_000)
-        _settle(page)
+        settle(page)
         files = {}
         for label in ("JSON", "HTML (interactive, offline)", "PDF"):
             with page.expect_download(timeout=120_000) as dl:

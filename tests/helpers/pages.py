@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,3 +31,12 @@ def open_page(page: str, run_id: str | None = None) -> AppTest:
     at.switch_page(page).run()
     assert not at.exception, at.exception
     return at
+
+
+_ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
+def shown(markdown: str) -> str:
+    """What a reader sees of a page's Markdown text: its backslash escapes resolved and its
+    invisible word joiners left out (pages/_ui.py md puts both into a user's string)."""
+    return _ESCAPED.sub(r"\1", markdown).replace("\u2060", "")

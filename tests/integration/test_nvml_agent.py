@@ -135,13 +135,18 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
     assert r.stderr.strip() == (
         f"error: {bad}: no known telemetry column (expected e.g. util_gpu_pct, power_mw)"
     )
-    r = agent_cli("--replay", PHASES, "--interval", "0.05", "--data", tmp_path)
-    assert r.returncode == 2
-    assert "at least 0.1 s" in r.stderr
+    for interval in ("0.05", "inf", "nan"):
+        r = agent_cli("--replay", PHASES, "--interval", interval, "--data", tmp_path)
+        assert r.returncode == 2
+        assert r.stderr == (
+            f"error: argument --interval: {interval!r}: expected seconds, 0.1 to 3600 "
+            "(see python -m collectors.nvml --help)\n"
+        )
     with pytest.raises(RecordingFormatError, match="cannot loop"):
         ReplaySource([PHASES], loop=True, keep_time=True)
-    with pytest.raises(DashError):
-        NvmlSampler(tmp_path, interval_s=0.01)
+    for seconds in (0.01, float("inf"), float("nan")):
+        with pytest.raises(DashError, match=r"expected 0\.1 to 3600 s"):
+            NvmlSampler(tmp_path, interval_s=seconds)
 
 
 def test_json_line_and_a_store_that_is_a_file(tmp_path: Path) -> None:

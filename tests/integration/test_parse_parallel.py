@@ -51,7 +51,7 @@ def test_helper_process_gives_identical_tables(monkeypatch: pytest.MonkeyPatch) 
 
     monkeypatch.setattr(entry, "slices", slower_parent)  # the parent's; the helper keeps its own
     split = entry.parse_trace(SAMPLE)
-    cuts = document.slicing(document.read_bytes(SAMPLE))[1]  # type: ignore[index]
+    cuts = document.slicing(SAMPLE, document.read_bytes(SAMPLE))[1]  # type: ignore[index]
     assert 0 < len(by_parent) < len(cuts) - 1
     _assert_same(single, split)
     assert split.malformed == single.malformed == 0
@@ -62,7 +62,7 @@ def test_slices_equal_the_whole_document_parse(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(entry, "CHUNK_EVENTS", 1 << 30)  # one chunk: row order as in the file
     sliced = entry.parse_trace(SAMPLE)
     monkeypatch.setattr(document, "CHUNK_BYTES", 1 << 40)
-    assert len(document.slicing(document.read_bytes(SAMPLE))[1]) == 2  # type: ignore[index]
+    assert len(document.slicing(SAMPLE, document.read_bytes(SAMPLE))[1]) == 2  # type: ignore[index]
     _assert_same(entry.parse_trace(SAMPLE), _whole(SAMPLE))
     assert sliced.events_total == _whole(SAMPLE).events_total
 
@@ -98,9 +98,10 @@ def test_keys_after_the_events_with_lists_of_their_own(tmp_path: Path) -> None:
     path = tmp_path / "tail.json"
     path.write_text(json.dumps(doc))
     buf = document.read_bytes(path)
-    meta, cuts = document.slicing(buf)  # type: ignore[misc]
+    (meta, notes), cuts = document.slicing(path, buf)  # type: ignore[misc]
     assert bytes(buf[cuts[-1] : cuts[-1] + 9]) == b'], "logs"'
     assert meta == {"schemaVersion": 1, "traceName": "t]", "baseTimeNanoseconds": 7}
+    assert notes == []
     _assert_same(entry.parse_trace(path), _whole(path))
 
 

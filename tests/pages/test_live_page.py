@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers.pages import dashboard_store, open_page
+from helpers.pages import dashboard_store, open_page, shown
 from helpers.paths import REPO, SAMPLES
 from streamlit.testing.v1 import AppTest
 
@@ -53,13 +53,13 @@ def live_page() -> AppTest:
 def test_live_page_labels_replayed_data_and_flags_the_trap(store_dir: Path) -> None:
     at = live_page()
     assert not at.error
-    warnings = [w.value for w in at.warning]
+    warnings = [shown(w.value) for w in at.warning]
     assert any(w.startswith("Replayed data") for w in warnings)
     trap = [w for w in warnings if "node-b:0" in w and "utilization-trap" in w]
     assert len(trap) == 1
     assert "PCIe copy" in trap[0]
     assert not any("node-a:0" in w for w in warnings)  # a busy training run: no alert
-    headers = [m.value for m in at.markdown if m.value.startswith("**node-")]
+    headers = [shown(m.value) for m in at.markdown if m.value.startswith("**node")]
     assert headers == ["**node-a:0** · replay of gpt_train_bf16.nvml.csv · _replayed_",
                        "**node-b:0** · NVIDIA H200 · _replayed_"]  # fmt: skip
     metrics = {m.label for m in at.metric}

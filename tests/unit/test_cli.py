@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from data import errors
-from data.cli import cli_output, run_command
+from data.cli import DEBUG_ENV, cli_output, run_command
 from data.errors import (
     AllGpusLostError,
     DashError,
@@ -111,7 +111,19 @@ def test_errors_become_one_line_and_a_status(
     assert "error: " + reply["error"]["message"] == line
 
 
-def test_other_exceptions_are_not_swallowed() -> None:
+def test_a_bug_is_one_line_and_its_traceback_on_request(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(DEBUG_ENV, raising=False)
+    assert run_command(_raise(ZeroDivisionError("a\nbug"))) == 2
+    assert capsys.readouterr() == (
+        "",
+        "error: unexpected ZeroDivisionError: a\\nbug (DASH_DEBUG=1 shows where)\n",
+    )
+    assert run_command(_raise(MemoryError()), json_line=True) == 2
+    reply = json.loads(capsys.readouterr().out)
+    assert reply["error"] == {"type": "MemoryError", "message": "out of memory"}
+    monkeypatch.setenv(DEBUG_ENV, "1")
     with pytest.raises(ZeroDivisionError):
         run_command(_raise(ZeroDivisionError("a bug")))
 
