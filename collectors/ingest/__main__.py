@@ -56,6 +56,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="progress as JSON lines on stderr (for the dashboard)",
     )
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="rank files parsed side by side, one worker process each (default: the cores)",
+    )
     add_json_flag(ap)
     args = parse_command(ap, argv)
     tags = dict(t.split("=", 1) if "=" in t else (t, "") for t in args.tag)
@@ -69,6 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             tags=tags,
             include_python=args.python_functions,
             progress=_progress_printer(args.progress_json),
+            jobs=args.jobs,
         )
         summary = Store(args.data).run_summary(run_id)
         return {
