@@ -51,8 +51,9 @@ def exact_ns(raws: Sequence[msgspec.Raw]) -> tuple[np.ndarray, np.ndarray]:
             us = Decimal(bytes(raw).decode())
         except (InvalidOperation, ValueError, UnicodeDecodeError):
             continue
-        # Compared before converting: int() of 1e999999999 would build a billion digits.
-        if us.is_finite() and abs(us) <= limit:
+        # Compared before converting (int() of 1e999999999 would build a billion digits), and
+        # without arithmetic: abs() rounds to the context and overflows past 1e999999.
+        if us.is_finite() and us.copy_abs() <= limit:
             out[i], ok[i] = int(us * 1000), True
     return out, ok
 

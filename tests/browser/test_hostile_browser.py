@@ -71,6 +71,14 @@ def visible(page: Any, selector: str) -> list[str]:
     return [t.replace("\u2060", "") for t in texts]
 
 
+def cells(page: Any) -> list[str]:
+    """The texts of a table's cells: Streamlit draws tables on a canvas and keeps the cells
+    as text in an accessible grid beside it, which is what a screen reader reads."""
+    found = page.locator("table td, [role=gridcell]")
+    found.first.wait_for(state="attached", timeout=60_000)
+    return found.all_text_contents()  # type: ignore[no-any-return]
+
+
 @pytest.mark.parametrize("name", PAGES)
 def test_every_page_shows_the_markup_as_text(
     name: str, store: tuple[Path, str, str], browser_page: Any
@@ -85,9 +93,13 @@ def test_every_page_shows_the_markup_as_text(
     made = page.evaluate(MADE)
     assert made == {"images": [], "links": [], "strong": []}, made
     assert seen == {"elsewhere": [], "dialogs": []}
+    if name == "runs":  # a table: the run name and its tag as written, each once
+        assert cells(page).count(MARKUP) == 2, cells(page)
     if name == "overview":
         assert visible(page, "h1")[0] == MARKUP
         assert any(t.startswith(f"{MARKUP} · 132 SMs") for t in visible(page, "p"))
+        kernels = [c for c in cells(page) if c.startswith(f"{MARKUP} ")]
+        assert len(kernels) == 6, cells(page)  # the top kernels, each name as written
     if name == "compare":  # the chart's legend names the runs (plotly reads tags there)
         page.locator(".legendtext").first.wait_for(timeout=60_000)
         assert f"after: {MARKUP}" in visible(page, ".legendtext")

@@ -72,14 +72,16 @@ def on_small_disk(
     free_kb: int,
     read_only: bool = False,
     tmp_on_disk: bool = False,
+    env: dict[str, str] | None = None,
 ) -> OnDisk:
     """Copy `store` onto a disk with `free_kb` kB free beyond it (read-only if asked; with
-    `tmp_on_disk` also the temporary folder) and run `python -m MODULE ARGS` there; the
-    store keeps its path, mounted over it."""
+    `tmp_on_disk` also the temporary folder) and run `python -m MODULE ARGS` there, with
+    `env` added to its environment; the store keeps its path, mounted over it."""
     work = store.parent / f"{store.name}.outcome.json"
     seed = store.parent / f"{store.name}.seed"
     shutil.copytree(store, seed)
     cmd = [sys.executable, "-m", module, *map(str, args)]
+    run_env = {**os.environ, **(env or {})}
     driver = [sys.executable, "-c", _DRIVER, str(store), str(work), json.dumps(cmd)]
     if namespaces():
         pages = sum(-(-f.stat().st_size // 4096) for f in seed.rglob("*") if f.is_file())
@@ -90,29 +92,30 @@ def on_small_disk(
         ]
         if read_only:
             steps.append(f"mount -o remount,ro {shlex.quote(str(store))}")
-        env = dict(os.environ)
         if tmp_on_disk:
-            env["TMPDIR"] = str(store)
+            run_env["TMPDIR"] = str(store)
         steps.append(shlex.join(driver))
         subprocess.run(
-            ["unshare", "-rm", "sh", "-ec", " && ".join(steps)], cwd=REPO, env=env, check=True
+            ["unshare", "-rm", "sh", "-ec", " && ".join(steps)], cwd=REPO, env=run_env, check=True
         )
     else:
-        _without_namespaces(store, driver, free_kb, read_only)
+        _without_namespaces(store, driver, free_kb, read_only, run_env)
     shutil.rmtree(seed)
     got = json.loads(work.read_text())
     work.unlink()
     return OnDisk(got["status"], got["stdout"], got["stderr"], got["before"], got["after"])
 
 
-def _without_namespaces(store: Path, driver: list[str], free_kb: int, read_only: bool) -> None:
+def _without_namespaces(
+    store: Path, driver: list[str], free_kb: int, read_only: bool, env: dict[str, str]
+) -> None:
     if read_only:
         if os.geteuid() == 0:
             pytest.skip("a read-only store needs unshare, or a user that is not root")
         for p in [store, *store.rglob("*")]:
             p.chmod(p.stat().st_mode & ~0o222)
         try:
-            subprocess.run(driver, cwd=REPO, check=True)
+            subprocess.run(driver, cwd=REPO, env=env, check=True)
         finally:
             for p in [store, *store.rglob("*")]:
                 p.chmod(p.stat().st_mode | 0o200)
@@ -121,4 +124,4 @@ def _without_namespaces(store: Path, driver: list[str], free_kb: int, read_only:
     def limit() -> None:  # no file may grow past free_kb: the write that would fails
         resource.setrlimit(resource.RLIMIT_FSIZE, (free_kb * 1024, free_kb * 1024))
 
-    subprocess.run(driver, cwd=REPO, check=True, preexec_fn=limit)
+    subprocess.run(driver, cwd=REPO, env=env, check=True, preexec_fn=limit)

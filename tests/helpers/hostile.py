@@ -249,6 +249,9 @@ CASES: dict[str, Case] = {
     "ts_1e400": Case(
         _mutated("ts.json", _set("kernel", "ts", value=RAW), raw="1e400"), Ingested(1, 17)
     ),
+    "ts_1e999999999": Case(  # abs() of it overflows Decimal, int() would build 10**9 digits
+        _mutated("ts.json", _set("kernel", "ts", value=RAW), raw="1e999999999"), Ingested(1, 17)
+    ),
     "correlation_2**70": Case(
         _mutated("corr.json", _set("kernel", "args", "correlation", value=BIG)), Ingested(1)
     ),
@@ -298,6 +301,50 @@ CASES: dict[str, Case] = {
         _mutated("props.json", _device_prop("totalGlobalMem", BIG)), Ingested(1)
     ),
     "device_sms_2**40": Case(_mutated("props.json", _device_prop("numSms", WIDE)), Ingested(1)),
+    # values of the wrong kind
+    "kernel_name_is_a_number": Case(
+        _mutated("name.json", _set("kernel", "name", value=5)), Ingested(1, 17)
+    ),
+    "kernel_args_is_a_list": Case(
+        _mutated("args.json", _set("kernel", "args", value=[1, 2])), Ingested(1)
+    ),
+    "an_event_that_is_a_number": Case(
+        _mutated("event.json", lambda doc: doc["traceEvents"].insert(5, 7)), Ingested(1)
+    ),
+    "deviceProperties_is_a_string": Case(
+        _mutated("props.json", _top("deviceProperties", "H200")), Ingested(0)
+    ),
+    "dur_negative": Case(_mutated("dur.json", _set("kernel", "dur", value=-5)), Ingested(1, 17)),
+    "dur_is_true": Case(_mutated("dur.json", _set("kernel", "dur", value=True)), Ingested(1, 17)),
+    "ts_is_a_string": Case(_mutated("ts.json", _set("kernel", "ts", value="123")), Ingested(1, 17)),
+    "kernel_name_is_an_object": Case(
+        _mutated("name.json", _set("kernel", "name", value={"x": [1]})), Ingested(1, 17)
+    ),
+    "grid_of_mixed_kinds": Case(
+        _mutated("grid.json", _set("kernel", "args", "grid", value=[1, "x", None])), Ingested(1)
+    ),
+    "kernel_name_with_NUL": Case(  # kept as written; reports drop it (test_hostile_reports)
+        _mutated("name.json", _set("kernel", "name", value="a\u0000b")), Ingested(0)
+    ),
+    "traceEvents_is_an_object": Case(
+        _mutated("events.json", _top("traceEvents", {"a": 1})),
+        Refused(r"not a trace: Expected `array`, got `object`"),
+    ),
+    # bytes around the document
+    "gzip_with_trailing_garbage": Case(
+        lambda folder: _write(
+            folder, "trailing.json.gz", gzip.compress(_base_text()) + b"garbage!"
+        ),
+        Refused(r"corrupt gzip"),
+    ),
+    "utf8_byte_order_mark": Case(  # RFC 8259: a JSON text never starts with one
+        lambda folder: _write(folder, "bom.json", b"\xef\xbb\xbf" + _base_text()),
+        Refused(r"not JSON \(does not start with"),
+    ),
+    "utf16": Case(
+        lambda folder: _write(folder, "utf16.json", _base_text().decode().encode("utf-16")),
+        Refused(r"binary data, not a JSON trace"),
+    ),
     # invalid UTF-8: replaced with U+FFFD and counted, the rest of the trace kept
     "utf8_kernel_name": Case(_bad_utf8("utf8.json", _kernel_name_marked), Ingested(1)),
     "utf8_kernel_name_gz": Case(_bad_utf8("utf8.json.gz", _kernel_name_marked), Ingested(1)),

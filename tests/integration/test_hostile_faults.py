@@ -11,15 +11,18 @@ import json
 import re
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
 from helpers.cli import run_cli, run_measured, run_module
 from helpers.faults import namespaces, on_small_disk
+from helpers.hostile_bombs import CAP_ENV, CAP_MB, zip_zero_bomb
 from helpers.paths import REPO, SAMPLES, TEST_DATA
 
 from collectors.ingest import ingest
+from collectors.parse.expansion import DEFAULT_CAP_MB
 from data.cli_child import ingest_child
 from data.store import Store
 
@@ -72,6 +75,32 @@ def test_a_full_temporary_folder_while_unpacking(store: Path, tmp_path: Path) ->
         line,
     ), line
     assert got.after == got.before
+
+
+def test_an_archive_bomb_never_fills_the_temporary_folder_past_the_cap(
+    store: Path, tmp_path: Path
+) -> None:
+    """The temporary folder has the cap and 32 MB more: the bomb (512 MB of zeros) is refused
+    for its size, not by a full disk."""
+    if not namespaces():
+        pytest.skip("needs a tmpfs for the temporary folder (unshare)")
+    (bomb,) = zip_zero_bomb(tmp_path)
+    got = on_small_disk(
+        store, "collectors.ingest", bomb, "--data", store,
+        free_kb=(CAP_MB + 32) * 1024, tmp_on_disk=True, env=CAP_ENV,
+    )  # fmt: skip
+    assert got.status == 2, got.stderr
+    assert one_line(got.stderr) == (
+        f"error: {bomb}: expands to more than {CAP_MB} MB; refused (DASH_MAX_EXPANDED_MB raises "
+        "the cap)"
+    )
+    assert got.after == got.before
+
+
+def test_the_default_cap_is_four_upload_limits_and_no_error_detail_reaches_a_browser() -> None:
+    config = tomllib.loads((REPO / ".streamlit" / "config.toml").read_text())
+    assert 4 * config["server"]["maxUploadSize"] == DEFAULT_CAP_MB
+    assert config["client"]["showErrorDetails"] == "none"
 
 
 def test_a_read_only_store_refuses_writes_and_still_reads(store: Path, tmp_path: Path) -> None:

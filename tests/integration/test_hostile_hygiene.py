@@ -183,18 +183,30 @@ def test_a_live_claim_is_refused_with_its_owner(tmp_path: Path) -> None:
 
 
 _CLAIMER = """
-import sys, time
+import sys
 from pathlib import Path
 from data.errors import DuplicateTraceError
 from data.lake_locks import claim
+print("ready", flush=True)
 sys.stdin.readline()  # all start together
 try:
     with claim(Path(sys.argv[1]), "abc", "t.json"):
         print("claimed", flush=True)
-        time.sleep(2)
+        sys.stdin.readline()  # held until every claimer has said how it went
 except DuplicateTraceError:
     print("refused", flush=True)
 """
+
+
+def _say(proc: subprocess.Popen[str], line: str) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write(line + "\n")
+    proc.stdin.flush()
+
+
+def _hear(proc: subprocess.Popen[str]) -> str:
+    assert proc.stdout is not None
+    return proc.stdout.readline().strip()
 
 
 def test_one_of_many_takes_over_a_stale_claim(tmp_path: Path) -> None:
@@ -210,12 +222,12 @@ def test_one_of_many_takes_over_a_stale_claim(tmp_path: Path) -> None:
         )
         for _ in range(4)
     ]
-    time.sleep(1.5)  # imports done
+    assert [_hear(p) for p in procs] == ["ready"] * 4
     for p in procs:
-        assert p.stdin is not None
-        p.stdin.write("go\n")
-        p.stdin.flush()
-    said = sorted(p.communicate(timeout=60)[0].strip() for p in procs)
+        _say(p, "go")
+    said = sorted(_hear(p) for p in procs)
+    for p in procs:  # only now may the one that claimed let go
+        p.communicate(timeout=60)
     assert said == ["claimed", "refused", "refused", "refused"]
 
 
