@@ -6,7 +6,9 @@ runs of 8 to 512 ranks made from a real DDP trace by rank relabelling (make_rank
 Each ingest is the real CLI (`python -m collectors.ingest FOLDER --data <fresh store>`), its
 process tree's summed RSS sampled every 50 ms (process_meter). The report is the real CLI
 too (`python -m analysis.report RUN --format json`, interpreter start included). Pages are
-server-side renders under AppTest, one warm-up then the median of 2. The machine's load
+server-side renders under AppTest: cold (the pages' caches emptied before the render, as
+on a new server: the run's facts are read and computed) and cached (the median of 2 after
+a warm-up). The machine's load
 average is recorded beside every figure; results go to WORK/ranks.json.
 """
 
@@ -53,6 +55,23 @@ def report(store: Path, run_id: str, out: Path) -> dict[str, Any]:
             "load_1m": m.loadavg_1m_before}  # fmt: skip
 
 
+def pages(store: Path, run_id: str, page: str) -> dict[str, float]:
+    import streamlit as st  # noqa: TID251 (empties the pages' caches, as a new server would)
+
+    def cold() -> None:
+        st.cache_data.clear()
+        st.cache_resource.clear()
+
+    path = f"pages/{page}.py"
+    out = {
+        "cold_s": page_seconds(store, run_id, path, n=1, before_each=cold),
+        "cached_s": page_seconds(store, run_id, path, n=2),
+        "load_1m": os.getloadavg()[0],
+    }
+    log(f"  page {page}: cold {out['cold_s']:.2f} s, cached {out['cached_s']:.2f} s")
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", type=int, nargs="+", default=[8, 32, 128, 512])
@@ -79,11 +98,7 @@ def main() -> int:
         run_id = row["ingest"]["run_id"]
         row["report"] = report(store, run_id, args.work / f"report{n}.json")
         if n in args.pages_at:
-            row["pages"] = {}
-            for page in PAGES:
-                row["pages"][page] = {"s": page_seconds(store, run_id, f"pages/{page}.py", n=2),
-                                      "load_1m": os.getloadavg()[0]}  # fmt: skip
-                log(f"  page {page}: {row['pages'][page]['s']:.2f} s")
+            row["pages"] = {page: pages(store, run_id, page) for page in PAGES}
         rows.append(row)
         log(json.dumps(row))
         if not args.keep:

@@ -11,7 +11,7 @@ import streamlit as st
 from analysis import timeline as tl
 from analysis.figures.timeline import timeline_figure
 from analysis.load import load_lanes, load_timeline_window
-from pages._ui import require_run
+from pages._ui import MANY_RANKS, require_run
 
 s, run_id = require_run()
 st.title("Kernel timeline")
@@ -20,6 +20,20 @@ if lanes.empty:
     st.info("This run has no GPU activity (a CPU-only trace): there is no timeline to draw.")
     st.stop()
 origin, end = int(lanes["first_ns"].min()), int(lanes["last_ns"].max())
+# Many ranks: the lanes of the ranks picked (a lane per stream of 512 ranks is unreadable).
+all_ranks = sorted(int(r) for r in lanes["rank"].unique())
+picked = None
+if len(all_ranks) > MANY_RANKS:
+    picked = (
+        st.multiselect(
+            f"Ranks (of {len(all_ranks)})",
+            all_ranks,
+            default=all_ranks[: MANY_RANKS // 2],
+            key=f"tl_ranks_{run_id}",
+        )
+        or all_ranks[:1]
+    )
+    lanes = lanes[lanes["rank"].isin(picked)]
 span_ms = (end - origin) / 1e6
 win_key, sel_key, applied_key = f"tl_window_{run_id}", f"tl_select_{run_id}", f"tl_applied_{run_id}"
 
@@ -53,7 +67,7 @@ if right.button("Whole run", icon=":material/zoom_out_map:"):
     st.session_state.pop(win_key, None)
     st.rerun()
 t0, t1 = origin + int(window[0] * 1e6), origin + max(int(window[1] * 1e6), 1)
-view = load_timeline_window(s, run_id, lanes, t0, t1)
+view = load_timeline_window(s, run_id, lanes, t0, t1, ranks=picked)
 if view.bucket_ns is None:
     st.caption(f"{view.count:,} GPU activities in the window, each drawn; hover for details.")
 else:
