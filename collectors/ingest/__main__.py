@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from collectors.ingest.pipeline import StageProgress, ingest
+from collectors.ingest.rank_jobs import default_jobs
 from data.cli import CommandParser, Result, add_json_flag, parse_command, run_command
 from data.store import DEFAULT_DATA_DIR, Store
 
@@ -75,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             tags=tags,
             include_python=args.python_functions,
             progress=_progress_printer(args.progress_json),
-            jobs=args.jobs,
+            jobs=args.jobs or default_jobs(),
         )
         summary = Store(args.data).run_summary(run_id)
         return {

@@ -17,7 +17,6 @@ from collectors.ingest.inputs import expand_inputs, run_name
 from collectors.ingest.lake_write import commit_run
 from collectors.ingest.rank_jobs import (
     batches,
-    default_jobs,
     parallel_ranks,
     parse_rank,
     sha256_file,
@@ -62,10 +61,12 @@ def ingest(
     tags: dict[str, Any] | None = None,
     include_python: bool = False,
     progress: StageProgress | None = None,
-    jobs: int | None = None,
+    jobs: int = 1,
 ) -> str:
-    """Ingest trace files as one run; returns the new run id. `jobs` worker processes parse
-    the rank files side by side (default: one per core; a single file uses its own helper).
+    """Ingest trace files as one run; returns the new run id. With `jobs` > 1 that many
+    worker processes parse the rank files side by side (spawned: like any spawning library,
+    a calling script needs its `if __name__ == "__main__":` guard, so the API defaults to
+    this process and the command line to the cores). A single file uses its own helper.
 
     Raises TraceFormatError for unreadable input and DuplicateTraceError for content that is
     already in the store. Either way nothing is written.
@@ -77,7 +78,7 @@ def ingest(
     run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
     with expand_inputs(in_paths) as labels:
         files = list(labels)
-        workers = min(jobs or default_jobs(), len(files))
+        workers = min(jobs, len(files))
         if workers > 1:
             store = Store(data_dir)
             sweep_lake(store.lake.root)  # ... and in the lake
