@@ -51,7 +51,7 @@ def report(store: Path, run_id: str, out: Path) -> dict[str, Any]:
     m, _, err = measure(cmd, cwd=ROOT, interval=0.1)
     if m.returncode != 0:
         sys.exit(f"report failed:\n{err[-2000:]}")
-    return {"wall_s": m.wall_s, "peak_rss_mb": m.peak_rss_bytes / 1e6,
+    return {"wall_s": m.wall_s, "cpu_s": m.cpu_s, "peak_rss_mb": m.peak_rss_bytes / 1e6,
             "load_1m": m.loadavg_1m_before}  # fmt: skip
 
 
