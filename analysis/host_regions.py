@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.intervals import covered_before, islands
+from analysis.ranks import rank_positions, rows_of
 
 REGIONS = (
     "allocator", "sync", "data_loading", "optimizer", "host_code", "backward", "forward",
@@ -110,9 +111,13 @@ def idle_by_region(
     data.reads_host.region_intervals.
     """
     out: list[tuple[object, object, str, int]] = []
+    # Each rank's rows found once (a mask per rank cost ranks × events).
+    events_at, regions_at, steps_at = (rank_positions(f) for f in (events, regions, steps))
+    ts, dur = events["ts_ns"].to_numpy(np.int64), events["dur_ns"].to_numpy(np.int64)
     for rank, win in per_step.groupby("rank", sort=True):
-        ev = events[events["rank"] == rank]
-        bs, be, _ = islands(ev["ts_ns"].to_numpy(np.int64), ev["dur_ns"].to_numpy(np.int64))
+        rank_no = int(str(rank))
+        at = events_at.get(rank_no, np.empty(0, dtype=np.int64))
+        bs, be, _ = islands(ts[at], dur[at])
         w0 = win["start_ns"].to_numpy(np.int64)
         w1 = win["end_ns"].to_numpy(np.int64)
         # Idle gaps per window: the window less the busy islands.
@@ -129,14 +134,14 @@ def idle_by_region(
         if not gs:
             continue
         g0, g1, gwin = np.concatenate(gs), np.concatenate(ge), np.concatenate(gw)
-        mine = regions[regions["rank"] == rank]
+        mine = rows_of(regions, regions_at, rank_no)
         intervals: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         for name in ("allocator", "data_loading", "optimizer"):
             r = mine[mine["region"] == name]
             t0 = r["ts_ns"].to_numpy(np.int64)
             intervals[name] = (t0, t0 + r["dur_ns"].to_numpy(np.int64))
         intervals["sync"] = _sync_bubbles(mine[mine["region"] == "sync"], bs, be)
-        intervals.update(_step_regions(steps[steps["rank"] == rank], spans))
+        intervals.update(_step_regions(rows_of(steps, steps_at, rank_no), spans))
         cum_s = np.empty(0, dtype=np.int64)
         cum_e = np.empty(0, dtype=np.int64)
         before = np.zeros(len(g0), dtype=np.int64)

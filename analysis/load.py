@@ -292,15 +292,17 @@ def load_timeline_window(
     t0_ns: int,
     t1_ns: int,
     max_shapes: int = MAX_SHAPES,
+    ranks: list[int] | None = None,
 ) -> TimelineWindow:
     """The window's activities one by one if at most `max_shapes` overlap it, else its busy
-    time per lane and bucket (analysis.timeline.bucket_plan: within MAX_SHAPES cells)."""
-    count = reads_timeline.window_count(store, run_id, t0_ns, t1_ns)
+    time per lane and bucket (analysis.timeline.bucket_plan: within MAX_SHAPES cells); of
+    `ranks` only when given (`lanes` then holds theirs)."""
+    count = reads_timeline.window_count(store, run_id, t0_ns, t1_ns, ranks)
     if count <= max_shapes:
-        rows = reads_timeline.window_events(store, run_id, t0_ns, t1_ns, max_shapes)
+        rows = reads_timeline.window_events(store, run_id, t0_ns, t1_ns, max_shapes, ranks)
         return TimelineWindow(lanes, t0_ns, t1_ns, count, rows, None)
     bucket_ns, n = bucket_plan(t0_ns, t1_ns, len(lanes))
-    grid = reads_timeline.buckets(store, run_id, t0_ns, t1_ns, bucket_ns)
+    grid = reads_timeline.buckets(store, run_id, t0_ns, t1_ns, bucket_ns, ranks)
     return TimelineWindow(lanes, t0_ns, t1_ns, count, None, BusyGrid(grid, bucket_ns, n))
 
 

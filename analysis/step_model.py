@@ -37,6 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analysis.ranks import rank_positions
+
 # The profiler's cost per recorded CPU op on the host (record_shapes and profile_memory, the
 # hook's defaults): the median over the tune half's host-bound validation runs
 # (tools/fit_step_model.py: 14 runs, -4.3 to 11.1 µs each). with_stack's extra cost, and the flags'
@@ -119,23 +121,33 @@ def profiled_spans(steps: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     no sync in the loop the CPU runs ahead and the GPU end counts); step N runs from the end
     of step N-1, the first step from its CPU start or, when the CPU ran ahead, from the end
     of the GPU work launched before it. Columns: rank, step, span_ns."""
-    parts = []
-    for rank, s in steps.sort_values(["rank", "step"]).groupby("rank", sort=True):
-        cpu_end = (s["ts_ns"] + s["dur_ns"]).to_numpy(np.int64)
-        gpu_end = s["gpu_end_ns"].astype("Int64").fillna(0).to_numpy(np.int64)
-        ends_np = np.maximum.accumulate(np.maximum(cpu_end, gpu_end))
-        first = s.iloc[0]
-        start = int(first["ts_ns"])
-        if pd.notna(first["gpu_start_ns"]):
-            ev = events[(events["rank"] == rank) & events["step"].isna()]
-            before = ev[ev["ts_ns"] < int(first["gpu_start_ns"])]
-            if len(before):
-                start = max(start, int((before["ts_ns"] + before["dur_ns"]).max()))
-        span = np.diff(np.concatenate([[start], ends_np]))
-        parts.append(pd.DataFrame({"rank": rank, "step": s["step"].to_numpy(), "span_ns": span}))
-    if not parts:
+    if steps.empty:
         return pd.DataFrame({"rank": [], "step": [], "span_ns": []})
-    return pd.concat(parts, ignore_index=True)
+    s = steps.sort_values(["rank", "step"], kind="stable")
+    rank = s["rank"].to_numpy(np.int64)
+    cpu_end = (s["ts_ns"] + s["dur_ns"]).to_numpy(np.int64)
+    gpu_end = s["gpu_end_ns"].astype("Int64").fillna(0).to_numpy(np.int64)
+    gpu_start = s["gpu_start_ns"].astype("Int64")
+    ts = s["ts_ns"].to_numpy(np.int64)
+    # The GPU work outside every step, split by rank once (a mask per rank cost ranks × events).
+    outside = events[events["step"].isna()]
+    outside_at = rank_positions(outside)
+    o_ts = outside["ts_ns"].to_numpy(np.int64)
+    o_end = o_ts + outside["dur_ns"].to_numpy(np.int64)
+    span = np.empty(len(s), dtype=np.int64)
+    bounds = np.flatnonzero(np.diff(rank)) + 1
+    for a, b in zip([0, *bounds], [*bounds, len(s)], strict=True):
+        ends = np.maximum.accumulate(np.maximum(cpu_end[a:b], gpu_end[a:b]))
+        start = int(ts[a])
+        if pd.notna(gpu_start.iloc[a]):
+            mine = outside_at.get(int(rank[a]), np.empty(0, dtype=np.int64))
+            before = o_end[mine][o_ts[mine] < int(gpu_start.iloc[a])]
+            if len(before):
+                start = max(start, int(before.max()))
+        span[a:b] = np.diff(np.concatenate([[start], ends]))
+    return pd.DataFrame(
+        {"rank": s["rank"].to_numpy(), "step": s["step"].to_numpy(), "span_ns": span}
+    )
 
 
 def hook_ms(trace_metadata: pd.DataFrame) -> float | None:

@@ -1,6 +1,8 @@
 """The Parquet lake: immutable segments that any process may write without a database lock.
 
-Layout: ``<root>/<table>/run_id=<id>/data.parquet``. A run is written into
+Layout: ``<root>/<table>/run_id=<id>/*.parquet``: ``data.parquet`` for the run's own rows
+(ranks, devices, runs), ``part-NNNNNN.parquet`` per batch of ranks for the rest
+(collectors.ingest.rank_write). A run is written into
 ``<root>/_staging/<id>/`` first; committing renames each table folder into place and the
 ``runs`` folder last, and every store view only shows rows whose run is in ``runs``. So a
 reader never sees half a run, and a failed or killed ingest leaves nothing visible.
@@ -108,12 +110,6 @@ class Lake:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         return path
-
-    def staged_file(self, run_id: str, table: str) -> Path:
-        """Where a staged run writes one table."""
-        path = self.staging / run_id / table
-        path.mkdir(parents=True, exist_ok=True)
-        return path / "data.parquet"
 
     def commit(self, run_id: str) -> None:
         """Move a staged run into place; the runs row goes last and makes the run visible."""

@@ -42,10 +42,18 @@ def lanes(store: Store, run_id: str) -> pd.DataFrame:
     )
 
 
-def buckets(store: Store, run_id: str, t0_ns: int, t1_ns: int, bucket_ns: int) -> pd.DataFrame:
+def buckets(
+    store: Store,
+    run_id: str,
+    t0_ns: int,
+    t1_ns: int,
+    bucket_ns: int,
+    ranks: list[int] | None = None,
+) -> pd.DataFrame:
     """Busy time per (rank, stream, bucket) over [t0, t1): rank, stream, bucket (0-based),
     busy_ns (time covered, an event split across the buckets it spans), events (events
-    starting in the bucket), top_name (the kernel with the most time in the bucket)."""
+    starting in the bucket), top_name (the kernel with the most time in the bucket); of
+    `ranks` only, when given."""
     return store.query(
         """
         WITH ev AS (
@@ -53,6 +61,7 @@ def buckets(store: Store, run_id: str, t0_ns: int, t1_ns: int, bucket_ns: int) -
                    least(ts_ns + dur_ns, $t1) AS e
             FROM gpu_events
             WHERE run_id = $run AND ts_ns < $t1 AND ts_ns + dur_ns > $t0
+              AND ($ranks IS NULL OR list_contains($ranks, rank))
         ), spans AS (
             SELECT *, (s - $t0) // $b AS b0, (e - 1 - $t0) // $b AS b1 FROM ev WHERE e > s
         ), cells AS (
@@ -64,29 +73,41 @@ def buckets(store: Store, run_id: str, t0_ns: int, t1_ns: int, bucket_ns: int) -
                count(*) FILTER (WHERE first) AS events, arg_max(name, cover) AS top_name
         FROM cells GROUP BY rank, stream, b ORDER BY rank, stream, b
         """,
-        {"run": run_id, "t0": t0_ns, "t1": t1_ns, "b": bucket_ns},
+        {"run": run_id, "t0": t0_ns, "t1": t1_ns, "b": bucket_ns, "ranks": ranks},
     )
 
 
-def window_count(store: Store, run_id: str, t0_ns: int, t1_ns: int) -> int:
-    """GPU activities that overlap [t0, t1)."""
+def window_count(
+    store: Store, run_id: str, t0_ns: int, t1_ns: int, ranks: list[int] | None = None
+) -> int:
+    """GPU activities that overlap [t0, t1) (of `ranks` only, when given)."""
     rows = store.rows(
         "SELECT count(*) AS n FROM gpu_events "
-        "WHERE run_id = ? AND ts_ns < ? AND ts_ns + dur_ns > ?",
-        [run_id, t1_ns, t0_ns],
+        "WHERE run_id = $run AND ts_ns < $t1 AND ts_ns + dur_ns > $t0 "
+        "AND ($ranks IS NULL OR list_contains($ranks, rank))",  # the picked ranks (NULL: all)
+        {"run": run_id, "t0": t0_ns, "t1": t1_ns, "ranks": ranks},
     )
     return int(rows[0]["n"])
 
 
-def window_events(store: Store, run_id: str, t0_ns: int, t1_ns: int, limit: int) -> pd.DataFrame:
-    """The GPU activities overlapping [t0, t1), longest first, at most `limit`: rank, stream,
-    kind, name, ts_ns, dur_ns, grid (text), block (text), est_occupancy_pct, op_name,
-    input_dims (the launching op's shapes, JSON), step, correlation."""
+def window_events(
+    store: Store,
+    run_id: str,
+    t0_ns: int,
+    t1_ns: int,
+    limit: int,
+    ranks: list[int] | None = None,
+) -> pd.DataFrame:
+    """The GPU activities overlapping [t0, t1) (of `ranks` only, when given), longest first,
+    at most `limit`: rank, stream, kind, name, ts_ns, dur_ns, grid (text), block (text),
+    est_occupancy_pct, op_name, input_dims (the launching op's shapes, JSON), step,
+    correlation."""
     return store.query(
         """
         WITH g AS (
             SELECT * FROM gpu_events
             WHERE run_id = $run AND ts_ns < $t1 AND ts_ns + dur_ns > $t0
+              AND ($ranks IS NULL OR list_contains($ranks, rank))
             ORDER BY dur_ns DESC LIMIT $limit
         ), o AS (
             SELECT rank, external_id, any_value(name) AS name, any_value(input_dims) AS input_dims
@@ -103,5 +124,5 @@ def window_events(store: Store, run_id: str, t0_ns: int, t1_ns: int, limit: int)
         FROM g LEFT JOIN o ON o.rank = g.rank AND o.external_id = g.op_external_id
         ORDER BY g.rank, g.stream, g.ts_ns
         """,
-        {"run": run_id, "t0": t0_ns, "t1": t1_ns, "limit": limit},
+        {"run": run_id, "t0": t0_ns, "t1": t1_ns, "limit": limit, "ranks": ranks},
     )

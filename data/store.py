@@ -108,7 +108,9 @@ class Store:
                 return cur.execute(sql, params).df()
             return arrow_frame(cur.sql(sql, params=params).to_arrow_table(), categorical)
 
-    def rows(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+    def rows(
+        self, sql: str, params: list[Any] | dict[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
         """Run SQL and return rows as dicts, without pandas."""
         with self.cursor() as cur:
             result = cur.execute(sql, params)

@@ -210,6 +210,27 @@ def human_name(column: str) -> str:
     return column.replace("_", " ")
 
 
+# Above this many ranks a page shows one picked rank and the spread over all of them
+# (analysis.ranks.spread) instead of a row, bar or lane per rank.
+MANY_RANKS = 16
+
+
+def rank_picker(ranks: list[int], key: str, outliers: list[int]) -> int | None:
+    """The rank to show on a run of more than MANY_RANKS ranks (the first outlier unless
+    the user picks another); None for a smaller run: every rank is shown."""
+    if len(ranks) <= MANY_RANKS:
+        return None
+    first = ranks.index(outliers[0]) if outliers and outliers[0] in ranks else 0
+    picked: int = st.selectbox(
+        f"Rank (of {len(ranks)})",
+        ranks,
+        index=first,
+        key=key,
+        help="Outlier ranks (furthest from the median) are listed with the spread below.",
+    )
+    return picked
+
+
 def fmt_ms(v: float | None) -> str:
     """Milliseconds with sensible precision, or an em dash."""
     if v is None:

@@ -6,7 +6,8 @@ import streamlit as st
 from analysis import breakdown as bd
 from analysis.figures.breakdown import breakdown_bars, rank_share_bars
 from analysis.host_regions import REGION_NOTE
-from pages._ui import fmt_ms, fmt_pct, human_name, require_run, run_facts
+from analysis.ranks import spread
+from pages._ui import fmt_ms, fmt_pct, human_name, rank_picker, require_run, run_facts
 
 s, run_id = require_run()
 st.title("Where the time goes")
@@ -40,8 +41,13 @@ c[5].metric(
     help="Idle while nothing was queued: the GPU waited for the CPU",
 )
 
-st.subheader("Per step")
-st.plotly_chart(breakdown_bars(per_step), width="stretch")
+ranked = shares[shares["rank"].notna()].set_index("rank")
+busy = spread(ranked["gpu_busy_pct"])
+picked = rank_picker([int(r) for r in ranked.index], f"bd_rank_{run_id}", busy["outliers"])
+shown = per_step if picked is None else per_step[per_step["rank"] == picked]
+
+st.subheader("Per step" if picked is None else f"Per step, rank {picked}")
+st.plotly_chart(breakdown_bars(shown), width="stretch")
 
 regions = facts.region_table
 if len(regions):
@@ -77,16 +83,25 @@ if not pd.isna(overall["comm_overlap_pct"]):
 ranks = shares[shares["rank"].notna()]
 if len(ranks) > 1:
     st.subheader("Across ranks")
-    spread, straggler = bd.rank_spread(shares, per_step)
-    st.plotly_chart(rank_share_bars(shares), width="stretch")
+    by_metric, straggler = bd.rank_spread(shares, per_step)
+    if picked is None:
+        st.plotly_chart(rank_share_bars(shares), width="stretch")
+    else:
+        st.markdown(
+            f"GPU busy across the {len(ranked)} ranks: min {fmt_pct(busy['min'])}, median "
+            f"{fmt_pct(busy['median'])}, max {fmt_pct(busy['max'])}; furthest from the "
+            f"median: {', '.join(f'rank {r}' for r in busy['outliers']) or '—'}."
+        )
     st.markdown(
         f"**Straggler: rank {straggler}**: the most time outside exposed communication "
         "(the rank the others wait for)."
     )
-    st.dataframe(spread.rename(columns=human_name), hide_index=True, width="stretch")
+    st.dataframe(by_metric.rename(columns=human_name), hide_index=True, width="stretch")
 
 st.subheader("Launches")
 launch = bd.launch_stats(events)
+if picked is not None:
+    launch = launch[launch["rank"] == picked]
 st.dataframe(
     pd.DataFrame(
         {
@@ -108,7 +123,7 @@ st.dataframe(
 )
 
 with st.expander("Per step, in ms"):
-    ms = per_step.drop(columns=["start_ns", "end_ns"])
+    ms = shown.drop(columns=["start_ns", "end_ns"])
     st.dataframe(
         ms.assign(**{c: ms[c] / 1e6 for c in ms.columns if c.endswith("_ns")}).rename(
             columns=lambda c: human_name(c.removesuffix("_ns") + "_ms" if c.endswith("_ns") else c)

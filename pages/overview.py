@@ -7,9 +7,19 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from analysis.overview import overview, step_times, top_kernels
+from analysis.ranks import spread
 from analysis.step_model import BASIS
 from data import reads
-from pages._ui import fmt_bytes, fmt_ms, fmt_pct, fmt_time_ns, md, require_run, run_facts
+from pages._ui import (
+    fmt_bytes,
+    fmt_ms,
+    fmt_pct,
+    fmt_time_ns,
+    md,
+    rank_picker,
+    require_run,
+    run_facts,
+)
 
 s, run_id = require_run()
 run = s.run_summary(run_id)
@@ -128,17 +138,41 @@ else:
     )
 
 with st.expander("Ranks"):
+    kernel_spread = spread(ranks.set_index("rank")["kernel_count"])
+    picked = rank_picker(
+        [int(r) for r in ranks["rank"]], f"ov_rank_{run_id}", kernel_spread["outliers"]
+    )
+    if picked is not None:
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    {
+                        "per rank": what,
+                        **{k: v for k, v in sp.items() if k != "outliers"},
+                        "furthest from the median": ", ".join(map(str, sp["outliers"])) or "—",
+                    }
+                    for what, sp in (
+                        ("kernels", kernel_spread),
+                        ("events", spread(ranks.set_index("rank")["events_total"])),
+                        ("malformed", spread(ranks.set_index("rank")["events_malformed"])),
+                    )
+                ]
+            ),
+            hide_index=True,
+            width="stretch",
+        )
+    shown = ranks if picked is None else ranks[ranks["rank"] == picked]
     st.dataframe(
         pd.DataFrame(
             {
-                "rank": ranks["rank"],
-                "device": ranks["device_name"],
-                "file": ranks["file_name"],
-                "size": [fmt_bytes(b) for b in ranks["file_bytes"]],
-                "kernels": ranks["kernel_count"],
-                "events": ranks["events_total"],
-                "malformed events": ranks["events_malformed"],
-                "rank from": ranks["rank_source"],
+                "rank": shown["rank"],
+                "device": shown["device_name"],
+                "file": shown["file_name"],
+                "size": [fmt_bytes(b) for b in shown["file_bytes"]],
+                "kernels": shown["kernel_count"],
+                "events": shown["events_total"],
+                "malformed events": shown["events_malformed"],
+                "rank from": shown["rank_source"],
             }
         ),
         hide_index=True,

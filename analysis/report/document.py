@@ -28,6 +28,8 @@ from analysis import breakdown as bd
 from analysis import roofline
 from analysis.facts import Facts
 from analysis.overview import step_times
+from analysis.rank_metrics import rank_compute_metrics, rank_step_ms
+from analysis.ranks import rank_positions, rows_of
 from analysis.rules.recommend import recommend
 
 COMPUTE_KEYS = ("achieved_tflops", "mfu_pct", "hbm_bw_util_pct")
@@ -61,17 +63,17 @@ def records(df: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def _metrics(
-    steps: pd.DataFrame,
-    events: pd.DataFrame,
+    kernel_count: int,
+    kernel_time_ns: int,
+    step_ms: list[float],
     share_row: pd.Series | None,
     compute: dict[str, float | None],
 ) -> dict[str, Any]:
-    kernels = events[events["kind"] == "kernel"]
-    per_step = step_times(steps, events)
+    """One metrics block: kernels, the median step, the shares and compute-side rates."""
     out: dict[str, Any] = {
-        "kernel_count": len(kernels),
-        "kernel_time_ms": float(kernels["dur_ns"].sum()) / 1e6,
-        "step_time_ms": None if per_step.empty else float(per_step["step_time_ms"].median()),
+        "kernel_count": kernel_count,
+        "kernel_time_ms": float(kernel_time_ns) / 1e6,
+        "step_time_ms": float(np.median(step_ms)) if step_ms else None,
     }
     for key in SHARE_KEYS:
         out[key] = None if share_row is None else json_value(share_row[key])
@@ -88,10 +90,7 @@ def report_json(facts: Facts) -> dict[str, Any]:
     compute: dict[Any, dict[str, float | None]] = {
         None: roofline.run_compute_metrics(work, steps, spec)
     }
-    for rank in sorted(work["rank"].unique()):
-        compute[int(rank)] = roofline.run_compute_metrics(
-            work[work["rank"] == rank], steps[steps["rank"] == rank], spec
-        )
+    compute.update(rank_compute_metrics(work, steps, spec))
     table = roofline.roofline_table(work, spec, facts.measured, by="op_class")
     doc = _document(facts, table=table, compute=compute)
     recs = recommend(facts)
@@ -136,11 +135,18 @@ def _document(
     step_model = _step_model(facts)
     ranks = sorted({int(r) for r in events["rank"]} | {int(r) for r in steps["rank"]})
     per_rank = []
+    step_ms = rank_step_ms(steps, events)
+    kernels = events[events["kind"] == "kernel"]
+    kernel_count = kernels.groupby("rank").size()
+    kernel_ns = kernels.groupby("rank")["dur_ns"].sum()
+    ranked_shares = shares.dropna(subset=["rank"])
+    share_at = rank_positions(ranked_shares)
     for r in ranks:
-        row = shares[shares["rank"] == r]
+        row = rows_of(ranked_shares, share_at, r)
         m = _metrics(
-            steps[steps["rank"] == r],
-            events[events["rank"] == r],
+            int(kernel_count.get(r, 0)),
+            int(kernel_ns.get(r, 0)),
+            step_ms.get(r, []),
             row.iloc[0] if len(row) else None,
             compute.get(r, {}),
         )
@@ -164,8 +170,9 @@ def _document(
         "metrics": {
             "overall": {
                 **_metrics(
-                    steps,
-                    events,
+                    int((events["kind"] == "kernel").sum()),
+                    int(events.loc[events["kind"] == "kernel", "dur_ns"].sum()),
+                    list(step_times(steps, events)["step_time_ms"]),
                     overall_share.iloc[0] if len(overall_share) else None,
                     compute.get(None, {}),
                 ),

@@ -17,6 +17,7 @@ from analysis import breakdown as bd
 from analysis.facts import Facts
 from analysis.intervals import covered_before, islands
 from analysis.model.dtypes import COLLECTIVE_DTYPE_BYTES
+from analysis.ranks import rank_positions, rows_of
 from analysis.rules.catalog import CATALOG
 from analysis.rules.registry import Finding, Rule, rule
 from analysis.text import ms
@@ -43,18 +44,21 @@ def _exposed_collectives(facts: Facts) -> pd.DataFrame:
     syncs = facts.syncs
     cols = {"exposed_ns": 0, "last_ns": 0, "blocking_ns": 0}
     out = pd.DataFrame(cols, index=ps.index, dtype="int64")
+    # Each rank's rows found once (a mask over every event per rank cost ranks × events).
+    events_at, syncs_at = rank_positions(ev), rank_positions(syncs)
+    cls_np, p2p_np = np.asarray(cls), p2p.to_numpy()
     for rank, w in ps.groupby("rank"):
-        r = (ev["rank"] == rank).to_numpy()
-        comp = ev[r & (cls == bd.COMPUTE)]
+        at = events_at.get(int(str(rank)), np.empty(0, dtype=np.int64))
+        comp = ev.iloc[at[cls_np[at] == bd.COMPUTE]]
         cs, ce, first = islands(*_spans(comp))
-        s, e, _ = islands(*_spans(ev[r & (cls == bd.COMM) & ~p2p.to_numpy()]))
+        s, e, _ = islands(*_spans(ev.iloc[at[(cls_np[at] == bd.COMM) & ~p2p_np[at]]]))
         if not len(s):
             continue
         exposed = (e - s) - (covered_before(cs, ce, e) - covered_before(cs, ce, s))
         nxt = np.searchsorted(cs, e, side="left")
         launch = comp["launch_ts_ns"].to_numpy(dtype=float, na_value=np.inf)[first]
         queued = (nxt < len(cs)) & (launch[np.minimum(nxt, max(len(cs) - 1, 0))] < e)
-        mine = syncs[syncs["rank"] == rank]
+        mine = rows_of(syncs, syncs_at, int(str(rank)))
         t0 = mine["ts_ns"].to_numpy(np.int64)
         t1 = t0 + mine["dur_ns"].to_numpy(np.int64)
         held = ((t0[None, :] < e[:, None]) & (t1[None, :] >= e[:, None])).any(axis=1)

@@ -13,6 +13,7 @@ import pandas as pd
 from analysis.facts import Facts
 from analysis.model.dtypes import BYTES_PER_ELEMENT
 from analysis.model.gemm import gemm_mnk
+from analysis.ranks import rank_positions
 from analysis.roofline import MATRIX_CLASSES
 from analysis.rules.catalog import CATALOG
 from analysis.rules.measures import names_matching, top_names
@@ -163,14 +164,15 @@ def _kernels_in_ranges(facts: Facts, prefix: str) -> np.ndarray:
     r = r[(r["kind"] == "gpu") & r["name"].str.startswith(prefix)]
     k = facts.kernels
     mask = np.zeros(len(k), dtype=bool)
+    kernels_at = rank_positions(k)  # each rank's kernels, not a mask over all per rank
+    all_ts = k["ts_ns"].to_numpy(np.int64)
     for rank, rr in r.groupby("rank"):
-        sel = (k["rank"] == rank).to_numpy()
-        ts = k["ts_ns"].to_numpy(np.int64)
+        sel = kernels_at.get(int(str(rank)), np.empty(0, dtype=np.int64))
+        ts = all_ts[sel]
         starts = np.sort(rr["ts_ns"].to_numpy(np.int64))
         ends = (rr["ts_ns"] + rr["dur_ns"]).to_numpy(np.int64)[np.argsort(rr["ts_ns"].to_numpy())]
         i = np.searchsorted(starts, ts, side="right") - 1
-        inside = (i >= 0) & (ts < ends[np.maximum(i, 0)])
-        mask |= sel & inside
+        mask[sel] = (i >= 0) & (ts < ends[np.maximum(i, 0)])
     return mask
 
 

@@ -11,6 +11,7 @@ import pandas as pd
 
 from analysis.facts import Facts
 from analysis.intervals import covered_before, islands
+from analysis.ranks import rank_positions
 
 _Span = tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
@@ -20,10 +21,12 @@ def per_rank(facts: Facts, rows: pd.DataFrame) -> Iterator[_Span]:
     busy islands on that rank (starts, ends), and the rows' starts and ends."""
     t0 = rows["ts_ns"].to_numpy(np.int64)
     t1 = t0 + rows["dur_ns"].to_numpy(np.int64)
-    for rank, positions in rows.groupby("rank").indices.items():
-        r, idx = int(str(rank)), np.asarray(positions, dtype=np.int64)
-        ev = facts.events[facts.events["rank"] == r]
-        s, e, _ = islands(ev["ts_ns"].to_numpy(np.int64), ev["dur_ns"].to_numpy(np.int64))
+    events = facts.events
+    at = facts.memo("events_by_rank", lambda: rank_positions(events))
+    ts, dur = events["ts_ns"].to_numpy(np.int64), events["dur_ns"].to_numpy(np.int64)
+    for r, idx in rank_positions(rows).items():
+        mine = at.get(r, np.empty(0, dtype=np.int64))
+        s, e, _ = islands(ts[mine], dur[mine])
         yield r, idx, s, e, t0[idx], t1[idx]
 
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from collectors.ingest.pipeline import StageProgress, ingest
+from collectors.ingest.rank_jobs import default_jobs
 from data.cli import CommandParser, Result, add_json_flag, parse_command, run_command
 from data.store import DEFAULT_DATA_DIR, Store
 
@@ -57,6 +58,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="progress as JSON lines on stderr (for the dashboard)",
     )
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="rank files parsed side by side, one worker process each (default: the cores)",
+    )
     add_json_flag(ap)
     args = parse_command(ap, argv)
     tags = dict(t.split("=", 1) if "=" in t else (t, "") for t in args.tag)
@@ -70,6 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             tags=tags,
             include_python=args.python_functions,
             progress=_progress_printer(args.progress_json),
+            jobs=args.jobs or default_jobs(),
         )
         summary = Store(args.data).run_summary(run_id)
         return {

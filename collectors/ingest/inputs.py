@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import re
 import tarfile
 import zipfile
 import zlib
@@ -18,6 +19,15 @@ from data.scratch import scratch
 TRACE_SUFFIXES = (".json", ".json.gz")
 ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz")
 _COPY_BYTES = 4 << 20  # an archive member is copied out this much at a time
+
+
+def _natural(path: Path) -> tuple[tuple[int, int | str], ...]:
+    """A sort key that puts rank2 before rank10: a run's files in their ranks' order, which
+    is the order its rows are written in (collectors.ingest.rank_write)."""
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in _DIGITS.split(path.name) if p)
+
+
+_DIGITS = re.compile(r"(\d+)")
 
 
 def _is_trace(path: Path) -> bool:
@@ -43,7 +53,9 @@ def expand_inputs(paths: Sequence[Path]) -> Iterator[dict[Path, str]]:
         files: dict[Path, str] = {}
         for path in paths:
             if path.is_dir():
-                found = sorted(p for p in path.iterdir() if p.is_file() and _is_trace(p))
+                found = sorted(
+                    (p for p in path.iterdir() if p.is_file() and _is_trace(p)), key=_natural
+                )
                 if not found:
                     raise TraceFormatError(f"{path}: folder holds no .json or .json.gz trace")
                 files.update((f, str(f)) for f in found)

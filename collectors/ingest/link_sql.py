@@ -1,6 +1,9 @@
-"""The SQL that links a run's raw tables (registered as raw_*) into the linked_* tables."""
+"""The SQL that links one rank's raw tables (registered as raw_*) into the linked_* tables.
 
-# Links and derived columns, over the raw_* tables lake_write registers: first the steps, then
+Every join is within a rank, so a run is linked a batch of ranks at a time
+(collectors.ingest.rank_write): what the ingest holds does not grow with the rank count."""
+
+# Links and derived columns, over the raw_* tables rank_write registers: first the steps, then
 # (on a second connection, beside the cpu_ops write) the GPU activity.
 STEPS_SQL = """
 CREATE TABLE step_marks AS
@@ -26,21 +29,10 @@ CREATE VIEW linked_annotations AS SELECT * FROM raw_annotations;
 CREATE VIEW linked_collectives AS SELECT * FROM raw_collectives;
 CREATE VIEW linked_memory_events AS SELECT * FROM raw_memory_events;
 CREATE VIEW linked_python_functions AS SELECT * FROM raw_python_functions;
-CREATE VIEW linked_devices AS SELECT * FROM raw_devices;
 
-CREATE VIEW linked_ranks AS
-WITH spans AS (
-    SELECT rank, ts_ns, ts_ns + dur_ns AS e FROM raw_gpu_events
-    UNION ALL SELECT rank, ts_ns, ts_ns + dur_ns FROM raw_runtime_calls
-    UNION ALL SELECT rank, ts_ns, ts_ns + dur_ns FROM raw_cpu_ops
-    UNION ALL SELECT rank, ts_ns, ts_ns + dur_ns FROM raw_annotations
-)
-SELECT r.*, b.start_ns, b.end_ns
-FROM raw_ranks r LEFT JOIN (SELECT rank, min(ts_ns) AS start_ns, max(e) AS end_ns
-                            FROM spans GROUP BY rank) b USING (rank);
 """
 
-AFTER_GPU_LINK = ("gpu_events", "runtime_calls", "steps", "runs")  # on its connection
+AFTER_GPU_LINK = ("gpu_events", "runtime_calls", "steps")  # on its connection
 GPU_LINK_SQL = """
 CREATE TABLE linked_gpu_events AS
 WITH launch AS (
@@ -78,4 +70,21 @@ CREATE VIEW linked_steps AS
 SELECT s.*, g.gpu_start_ns, g.gpu_end_ns, coalesce(g.kernel_count, 0) AS kernel_count,
        coalesce(g.kernel_time_ns, 0) AS kernel_time_ns, coalesce(g.gpu_busy_ns, 0) AS gpu_busy_ns
 FROM step_marks s LEFT JOIN step_gpu g USING (rank, step);
+"""
+
+# What the run's own rows need of each linked rank: its time span, kernels and the devices
+# its GPU activity ran on.
+SUMMARY_SQL = """
+WITH spans AS (
+    SELECT rank, ts_ns, ts_ns + dur_ns AS e FROM raw_gpu_events
+    UNION ALL SELECT rank, ts_ns, ts_ns + dur_ns FROM raw_runtime_calls
+    UNION ALL SELECT rank, ts_ns, ts_ns + dur_ns FROM raw_cpu_ops
+    UNION ALL SELECT rank, ts_ns, ts_ns + dur_ns FROM raw_annotations
+), gpu AS (
+    SELECT rank, count(*) FILTER (WHERE kind = 'kernel') AS kernels,
+           list(DISTINCT device) FILTER (WHERE device IS NOT NULL) AS devices
+    FROM raw_gpu_events GROUP BY rank
+)
+SELECT rank, min(ts_ns), max(e), any_value(gpu.kernels), any_value(gpu.devices)
+FROM spans LEFT JOIN gpu USING (rank) GROUP BY rank
 """

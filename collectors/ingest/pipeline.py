@@ -1,5 +1,5 @@
-"""`ingest()`: parse every rank file, check the ranks and the content's hash, claim it, and
-write the run into the lake (all or nothing)."""
+"""`ingest()`: parse and write every rank file into the run's staging folder, check the ranks
+and the content's hash, claim it, and commit the run into the lake (all or nothing)."""
 
 from __future__ import annotations
 
@@ -14,22 +14,21 @@ from pathlib import Path
 from typing import Any
 
 from collectors.ingest.inputs import expand_inputs, run_name
-from collectors.ingest.lake_write import write_run
-from collectors.parse import RankTrace, parse_trace
+from collectors.ingest.lake_write import commit_run
+from collectors.ingest.rank_jobs import (
+    batches,
+    parallel_ranks,
+    parse_rank,
+    sha256_file,
+)
+from collectors.ingest.rank_write import RankDone, write_ranks
+from collectors.parse import RankTrace
 from data.errors import DashError, DuplicateTraceError, TraceFormatError
 from data.lake_sweep import sweep_lake
 from data.scratch import sweep_scratch
 from data.store import DEFAULT_DATA_DIR, Store
 
 StageProgress = Callable[[str, float], None]
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(1 << 22):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 class _Background(threading.Thread):
@@ -62,8 +61,12 @@ def ingest(
     tags: dict[str, Any] | None = None,
     include_python: bool = False,
     progress: StageProgress | None = None,
+    jobs: int = 1,
 ) -> str:
-    """Ingest trace files as one run; returns the new run id.
+    """Ingest trace files as one run; returns the new run id. With `jobs` > 1 that many
+    worker processes parse the rank files side by side (spawned: like any spawning library,
+    a calling script needs its `if __name__ == "__main__":` guard, so the API defaults to
+    this process and the command line to the cores). A single file uses its own helper.
 
     Raises TraceFormatError for unreadable input and DuplicateTraceError for content that is
     already in the store. Either way nothing is written.
@@ -72,71 +75,121 @@ def ingest(
     in_paths = [Path(p) for p in paths]
     _check_tags(tags or {})
     sweep_scratch()  # what killed ingests left in /tmp and /dev/shm
+    run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
     with expand_inputs(in_paths) as labels:
         files = list(labels)
-        # Hashing and opening the store (a new one writes an empty segment per table) run
-        # beside the first file's parse, once its helper process is forked.
-        hasher = _Background(lambda: [_sha256(f) for f in files])
-        opener = _Background(lambda: Store(data_dir))
+        workers = min(jobs, len(files))
+        if workers > 1:
+            store = Store(data_dir)
+            sweep_lake(store.lake.root)  # ... and in the lake
+            stage = store.lake.stage_dir(run_id)
+            try:
+                ranks = parallel_ranks(
+                    files, labels, stage, workers, include_python,
+                    lambda n: report("parse", n / len(files)),
+                )  # fmt: skip
+                _commit(store, run_id, _run(name, in_paths, tags), ranks, labels, report)
+            except BaseException:
+                store.lake.discard(run_id)
+                raise
+        else:
+            store = _one_by_one(run_id, files, labels, data_dir, name, in_paths, tags,
+                                include_python, report)  # fmt: skip
+    store.close()
+    return run_id
 
-        def beside() -> None:
-            hasher.start()
-            opener.start()
 
-        traces: list[RankTrace] = []
-        try:
-            for i, f in enumerate(files):
+def _one_by_one(
+    run_id: str,
+    files: list[Path],
+    labels: dict[Path, str],
+    data_dir: Path | str,
+    name: str | None,
+    in_paths: list[Path],
+    tags: dict[str, Any] | None,
+    include_python: bool,
+    report: StageProgress,
+) -> Store:
+    """The ranks in this process, one after another; a big file has the parse's helper."""
+    # Hashing and opening the store (a new one writes an empty segment per table) run
+    # beside the first file's parse, once its helper process is forked.
+    hasher = _Background(lambda: [sha256_file(f) for f in files])
+    opener = _Background(lambda: Store(data_dir))
+
+    def beside() -> None:
+        hasher.start()
+        opener.start()
+
+    store: Store | None = None
+    ranks: list[RankDone] = []
+    try:
+        for b, indices in enumerate(batches(files)):
+            traces = []
+            for i in indices:
 
                 def on_events(done: int, total: int, i: int = i) -> None:
                     report("parse", (i + done / max(total, 1)) / len(files))
 
-                try:
-                    trace = parse_trace(
-                        f,
-                        include_python=include_python,
-                        progress=on_events,
-                        beside=beside if i == 0 else None,
-                    )
-                except TraceFormatError as e:  # name the user's file, not a temporary copy
-                    raise TraceFormatError(str(e).replace(str(f), labels[f])) from None
-                except MemoryError:
-                    raise DashError(f"{labels[f]}: not enough memory to parse it") from None
-                if trace.events_total == 0:
-                    raise TraceFormatError(
-                        f"{labels[f]}: the trace has no events (empty traceEvents)"
-                    )
-                traces.append(trace)
-        finally:  # a failed parse too: exiting mid-write would leave a half-made store
-            for job in (hasher, opener):
-                if job.ident is not None:
-                    job.join()
-        digests: list[str] = hasher.result()
-        store: Store = opener.result()
-        sweep_lake(store.lake.root)  # ... and in the lake
-        _check_ranks(traces, labels)
-        digest = hashlib.sha256("".join(sorted(digests)).encode()).hexdigest()
-        what = str(in_paths[0]) if len(in_paths) == 1 else f"{in_paths[0]} (+{len(in_paths) - 1})"
-        # Claimed first, looked up second: an ingest of the same content either holds the
-        # claim now or released it after its runs row landed, so the lookup sees it.
-        with store.lake.claim(digest, what):
-            existing = store.find_by_sha256(digest)
-            if existing:
-                raise DuplicateTraceError(
-                    f"{what}: already ingested as run {existing}", run_id=existing
+                f = files[i]
+                first = beside if i == 0 else None
+                traces.append(
+                    parse_rank(f, labels[f], include_python, progress=on_events, beside=first)
                 )
-            run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
-            run = {
-                "run_id": run_id,
-                "name": name or run_name(in_paths[0]),
-                "source": json.dumps([str(p) for p in in_paths]),
-                "source_sha256": digest,
-                "tags": json.dumps(tags or {}),
-            }
-            report("link", 0.0)
-            write_run(store.lake, run, traces, digests)
-            report("commit", 1.0)
-    store.close()
-    return run_id
+            if store is None:
+                store = opener.result()
+                sweep_lake(store.lake.root)  # ... and in the lake
+                store.lake.stage_dir(run_id)
+            # The digests are filled in below, once the hashing thread is done.
+            ranks += write_ranks(store.lake.staging / run_id, b, traces, [""] * len(traces))
+        digests: list[str] = hasher.result()
+        for rank, digest in zip(ranks, digests, strict=True):
+            rank.digest = digest
+        report("link", 0.0)
+        assert store is not None
+        _commit(store, run_id, _run(name, in_paths, tags), ranks, labels, report)
+    except BaseException:
+        if store is not None:
+            store.lake.discard(run_id)
+        raise
+    finally:  # a failed parse too: exiting mid-write would leave a half-made store
+        for job in (hasher, opener):
+            if job.ident is not None:
+                job.join()
+    return store
+
+
+def _run(name: str | None, in_paths: list[Path], tags: dict[str, Any] | None) -> dict[str, Any]:
+    return {
+        "name": name or run_name(in_paths[0]),
+        "source": json.dumps([str(p) for p in in_paths]),
+        "tags": json.dumps(tags or {}),
+    }
+
+
+def _commit(
+    store: Store,
+    run_id: str,
+    run: dict[str, Any],
+    ranks: list[RankDone],
+    labels: dict[Path, str],
+    report: StageProgress,
+) -> None:
+    """Check the ranks and the content, then commit the staged run under the content's
+    claim (nothing is visible before the commit's last rename)."""
+    _check_ranks([r.trace for r in ranks], labels)
+    digest = hashlib.sha256("".join(sorted(r.digest for r in ranks)).encode()).hexdigest()
+    in_paths = json.loads(run["source"])
+    what = in_paths[0] if len(in_paths) == 1 else f"{in_paths[0]} (+{len(in_paths) - 1})"
+    # Claimed first, looked up second: an ingest of the same content either holds the
+    # claim now or released it after its runs row landed, so the lookup sees it.
+    with store.lake.claim(digest, what):
+        existing = store.find_by_sha256(digest)
+        if existing:
+            raise DuplicateTraceError(
+                f"{what}: already ingested as run {existing}", run_id=existing
+            )
+        commit_run(store.lake, {"run_id": run_id, **run, "source_sha256": digest}, ranks)
+        report("commit", 1.0)
 
 
 # Tags the analyses read as numbers (tokens/s, the step without the profiler).

@@ -38,11 +38,14 @@ def parse_trace(
     include_python: bool = False,
     progress: Progress | None = None,
     beside: Callable[[], None] | None = None,
+    helper: bool = True,
 ) -> RankTrace:
     """Parse one trace file. Raises TraceFormatError if it is not a readable trace.
 
     `beside` is called once, as soon as the helper process (if any) is forked: the place to
     start threads that should run during the parse (forking while threads run is unsafe).
+    `helper=False` keeps a big file's parse in this process (ranks parsed in parallel
+    already use every core).
     """
     path = Path(path)
     buf = read_bytes(path)
@@ -58,7 +61,7 @@ def parse_trace(
         sliced = slicing(path, buf)
         if sliced is not None:
             with contextlib.suppress(NotSliceable):
-                return _parse_slices(path, buf, *sliced, include_python, progress, started)
+                return _parse_slices(path, buf, *sliced, include_python, progress, started, helper)
         started()
         return _parse_whole(path, buf, include_python, progress)
     except RecursionError:  # msgspec's guard against a stack overflow, at Python's limit
@@ -81,6 +84,7 @@ def _parse_slices(
     include_python: bool,
     progress: Progress | None,
     started: Callable[[], None],
+    use_helper: bool,
 ) -> RankTrace:
     """The fast path: the events array is cut into byte slices, each decoded on its own (no
     pass over the whole document first). For a big file a helper process decodes slices too;
@@ -89,7 +93,7 @@ def _parse_slices(
     trace = new_trace(path, *meta)
     helper = None
     take: Callable[[], int] = itertools.count().__next__
-    if worth_a_helper(buf) and len(cuts) > 2:
+    if use_helper and worth_a_helper(buf) and len(cuts) > 2:
         take = SharedCounter()
         helper = Helper.start(path, buf, cuts, take, include_python)
     started()

@@ -111,7 +111,7 @@ def _child(
     send: Any, path: Path, buf: Buffer, cuts: list[int], take: SharedCounter,
     include_python: bool, folder: str, parent: int,
 ) -> None:  # fmt: skip
-    _die_with_parent(parent)
+    die_with_parent(parent)
     trace = new_trace(path, {})
     try:
         files = {}
@@ -142,7 +142,7 @@ def _picklable(e: BaseException) -> bool:
     return True
 
 
-def _die_with_parent(parent: int) -> None:
+def die_with_parent(parent: int) -> None:
     """Have Linux kill this child when its parent dies (a kill -9 of the ingest left it
     running, holding its shared-memory folder); elsewhere it ends with its slices."""
     with contextlib.suppress(OSError, AttributeError):

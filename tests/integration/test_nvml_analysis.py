@@ -111,7 +111,7 @@ def test_bucketed_reads_and_figure(tmp_path: Path) -> None:
     assert len(inv) == 1  # two starts, the newest row per GPU
     fig = gpu_panels(b, RUN_PANELS)
     assert len(fig.data) == len(RUN_PANELS)
-    assert fig.data[0].name == "h200:0"
+    assert fig.data[0].name == "h200 · GPU 0"
 
 
 def test_a_trace_run_gets_the_telemetry_of_its_window(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from helpers.pages import dashboard_store, open_page
 from helpers.paths import SAMPLES
 from helpers.prometheus import prometheus, wait_for
 
+from analysis.telemetry import gpu_label
 from data.reads_prometheus import PrometheusTelemetry
 from data.telemetry_source import PROMETHEUS_URL_ENV
 from pages._ui import md
@@ -53,11 +54,11 @@ def test_live_page_reads_prometheus_and_escapes_its_labels(
     at = open_page("pages/live.py")
     assert not at.error, [e.value for e in at.error]
     assert at.sidebar.text_input[0].value == prometheus_url
-    headers = [m.value for m in at.markdown if m.value.startswith("**evil")]
-    assert headers == [f"**{md(HOST)}:0** · {md(MODEL)}"]
+    headers = [m.value.split(" · _newest")[0] for m in at.markdown if m.value.startswith("**evil")]
+    assert headers == [f"**{md(gpu_label(HOST, 0))}** · {md(MODEL)}"]
     trap = [w.value for w in at.warning if "utilization-trap" in w.value]
     assert len(trap) == 1
-    assert trap[0].startswith(f"**{md(HOST)}:0**")
+    assert trap[0].startswith(f"**{md(gpu_label(HOST, 0))}**")
     assert "PCIe copy" in trap[0]
     assert not any(w.value.startswith("Replayed data") for w in at.warning)  # dcgm, not replay
     captions = [c.value for c in at.caption]
