@@ -25,8 +25,8 @@ PAGES = ("runs", "overview", "roofline", "bandwidth", "breakdown", "timeline",
 MADE = """() => ({
   images: [...document.querySelectorAll('img')].map(i => i.getAttribute('src')),
   links: [...document.querySelectorAll('a')]
-    .map(a => a.getAttribute('href') || a.getAttribute('xlink:href') || '')
-    .filter(h => !h.startsWith('#') && !h.startsWith('/') && !h.startsWith(location.origin)),
+    .map(a => new URL(a.getAttribute('href') || a.getAttribute('xlink:href') || '#', location.href))
+    .filter(u => u.origin !== location.origin).map(u => u.href),
   strong: [...document.querySelectorAll('strong, b')].map(e => e.textContent)
     .filter(t => t === 'bold'),
 })"""

@@ -12,6 +12,7 @@ from pypdf import PdfReader
 from analysis.report.export import export
 from analysis.report.run import load_report
 from collectors.ingest import ingest
+from data.errors import DuplicateTraceError
 from data.store import Store
 from helpers.stores import session_folder
 
@@ -27,7 +28,10 @@ def report_file(trace: Path, fmt: str) -> Path:
     out = folder / f"{trace.name}.{fmt}"
     if not out.exists():
         s = Store(folder)
-        run_id = ingest([trace], data_dir=folder)
+        try:
+            run_id = ingest([trace], data_dir=folder)
+        except DuplicateTraceError as e:  # another format of the same trace ingested it
+            run_id = str(e.run_id)
         doc, charts = load_report(s, run_id)
         body = export(doc, charts, fmt)
         out.write_bytes(body if isinstance(body, bytes) else body.encode())

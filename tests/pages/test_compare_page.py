@@ -112,7 +112,7 @@ def test_an_unrelated_pair_is_flagged_before_any_delta(runs: dict[str, str]) -> 
         in warnings
     )
     assert "Different models: embedding width 768 and 512." in warnings
-    assert at.markdown[0].value.startswith(
+    assert shown(at.markdown[0].value).startswith(
         f"**Not like for like (the runs differ in {len(warnings)} ways)"
     )
 
