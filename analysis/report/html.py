@@ -34,6 +34,7 @@ def escape(text: str) -> str:
 
 # The modebar's plotly logo links to plotly's site: a report links nowhere.
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
+REPORT_TEMPLATE = "plotly"  # the one the charts' layout is read back against (tests/browser)
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0;
        color: #1f2328; background: #fff; line-height: 1.45; }
@@ -88,9 +89,12 @@ def _block(b: Block, div_id: str, with_plotlyjs: bool) -> str:
         return _table(b)
     if isinstance(b, Recommendation):
         return _recommendation(b)
+    # The report's own template: a figure built after `import streamlit` carries Streamlit's
+    # (its tick labels overflowed the bandwidth chart by 6 px), one built by the CLI plotly's.
+    figure = go.Figure(b).update_layout(template=REPORT_TEMPLATE)
     return str(
         pio.to_html(
-            b,
+            figure,
             full_html=False,
             include_plotlyjs=with_plotlyjs,
             config=PLOTLY_CONFIG,

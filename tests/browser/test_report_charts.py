@@ -9,6 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+# The Report page exports from inside Streamlit, whose import makes its own plotly template
+# the default: the charts must read back right either way.
+import streamlit  # noqa: F401
 from helpers.browser import launch
 from helpers.paths import fixture
 from helpers.report_files import report_file
