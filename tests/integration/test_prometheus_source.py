@@ -160,7 +160,8 @@ def test_buckets_hold_what_the_raw_samples_hold(cluster: Cluster) -> None:
     end = time.time_ns() - 10**9
     start, bucket = end - 6 * 10**9, 2 * 10**9  # Prometheus has scraped for 10 s and more
     raw = src.samples(start, end, ["node-gemm"])
-    assert raw["ts_ns"].min() < start + 200_000_000
+    # the first scrape in the window (every 0.1 s; a loaded machine misses some)
+    assert raw["ts_ns"].min() < start + 1_000_000_000
     buckets = src.bucketed(start, end, bucket)
     buckets = buckets[buckets["host"] == "node-gemm"].set_index("ts_ns")
     assert list(buckets.index) == [start + k * bucket for k in range(3)]
