@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.browser import component_frame, dashboard, grid_header, grid_rows, launch, settle
+from helpers.browser import component_frame, dashboard, grid_header, grid_rows, settle
 from helpers.paths import TEST_DATA, fixture
 from helpers.raw_ops import raw_memory, raw_ops
-from playwright import sync_api as playwright
 
 from collectors.ingest import ingest
 
@@ -36,14 +35,6 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[Path, st
 def server(store: tuple[Path, dict[Path, str]]) -> Iterator[str]:
     with dashboard(store[0]) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with playwright.sync_playwright() as p:
-        b = launch(p)
-        yield b
-        b.close()
 
 
 def open_page(browser: Any, url: str) -> Any:

@@ -4,7 +4,6 @@ and a narrow window; the axes say what the report's figures say."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +12,8 @@ import pytest
 # The Report page exports from inside Streamlit, whose import makes its own plotly template
 # the default: the charts must read back right either way.
 import streamlit  # noqa: F401
-from helpers.browser import launch
 from helpers.paths import fixture
 from helpers.report_files import report_file
-from playwright import sync_api as playwright
 
 pytestmark = pytest.mark.browser
 TRACES = {
@@ -38,14 +35,6 @@ LABELS_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(p
               svg: [svg.left, svg.top, svg.right, svg.bottom]};
     });
 })"""
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with playwright.sync_playwright() as p:
-        b = launch(p)
-        yield b
-        b.close()
 
 
 def labels(browser: Any, html: Path, width: int) -> list[dict[str, Any]]:
