@@ -32,7 +32,7 @@ import pyarrow as pa
 
 from data.cli import CommandParser, Result, add_json_flag, parse_command, run_command
 from data.errors import CudaUnavailableError, DashError
-from data.lake import Lake
+from data.lake import LAKE_FOLDER, Lake
 
 DEFAULT_DATA_DIR = Path("data/local")  # data.store's default; importing it would need duckdb
 MATMUL_N = 8192
@@ -155,7 +155,7 @@ def ceiling_rows(doc: dict[str, Any], source: str, measured_at_ns: int) -> pa.Ta
 def store_ceilings(data_dir: Path, doc: dict[str, Any], source: str) -> Path:
     """Append one calibration to the lake's `ceilings` table; returns the segment path."""
     rows = ceiling_rows(doc, source, time.time_ns())
-    return Lake(Path(data_dir) / "lake").write_segment("ceilings", socket.gethostname(), rows)
+    return Lake(Path(data_dir) / LAKE_FOLDER).write_segment("ceilings", socket.gethostname(), rows)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

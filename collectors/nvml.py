@@ -44,7 +44,7 @@ from collectors.nvml_source import (
 from data.cli import CommandParser, Result, add_json_flag, parse_command, run_command
 from data.compaction import compact_segments, repair_merges
 from data.errors import AllGpusLostError, DashError, PrometheusError
-from data.lake import Lake
+from data.lake import LAKE_FOLDER, Lake
 from data.lake_sweep import sweep_lake
 from data.schema import arrow_schema
 from data.scratch import sweep_scratch
@@ -82,7 +82,7 @@ class NvmlSampler:
                 f"interval {interval_s} s: expected {MIN_INTERVAL_S} to {MAX_INTERVAL_S:.0f} s "
                 f"(GPM needs at least {MIN_INTERVAL_S} s between samples)"
             )
-        self.lake = Lake(Path(data_dir) / "lake")
+        self.lake = Lake(Path(data_dir) / LAKE_FOLDER)
         self.interval_s = interval_s
         self.host = host or socket.gethostname()
         self.tags = dict(tags or {})

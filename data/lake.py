@@ -27,6 +27,7 @@ from data.errors import SchemaVersionError, file_error
 from data.owner import me, owned_tmp_path
 from data.schema import SCHEMA_VERSION, STREAM_TABLES, TABLES, arrow_schema
 
+LAKE_FOLDER = "lake"  # the lake's folder in a store's data directory
 EMPTY_PARTITION = "run_id=_empty"
 EMPTY_STREAM_PARTITION = "host=_empty"
 OWNER_FILE = ".owner"  # in a staging folder: the ingest writing it (data.owner)

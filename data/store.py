@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from data.errors import RunNotFoundError, SchemaVersionError, StoreError
-from data.lake import Lake
+from data.lake import LAKE_FOLDER, Lake
 from data.schema import SCHEMA_VERSION, STREAM_TABLES, TABLES, column_names
 
 if TYPE_CHECKING:  # pandas costs 0.4 s to import; the ingest CLI never needs it
@@ -39,7 +39,7 @@ class Store:
     def __init__(self, data_dir: Path | str = DEFAULT_DATA_DIR, *, owner: bool = False) -> None:
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.lake = Lake(self.data_dir / "lake")
+        self.lake = Lake(self.data_dir / LAKE_FOLDER)
         database = self.data_dir / DATABASE_FILE
         self.con = _connect(database) if owner else duckdb.connect(":memory:")
         # The lake lives on local or shared disk; never try to download an extension.

@@ -24,6 +24,7 @@ from collectors.ingest.rank_jobs import (
 from collectors.ingest.rank_write import RankDone, write_ranks
 from collectors.parse import RankTrace
 from data.errors import DashError, DuplicateTraceError, TraceFormatError
+from data.lake import LAKE_FOLDER
 from data.lake_sweep import sweep_lake
 from data.scratch import sweep_scratch
 from data.store import DEFAULT_DATA_DIR, Store
@@ -80,8 +81,7 @@ def ingest(
         files = list(labels)
         workers = min(jobs, len(files))
         if workers > 1:
-            store = Store(data_dir)
-            sweep_lake(store.lake.root)  # ... and in the lake
+            store = _open_swept(data_dir)
             stage = store.lake.stage_dir(run_id)
             try:
                 ranks = parallel_ranks(
@@ -99,6 +99,13 @@ def ingest(
     return run_id
 
 
+def _open_swept(data_dir: Path | str) -> Store:
+    """The store, opened once what killed writers left in its lake is gone: its views read
+    every segment's schema, and a half-written orphan segment would fail them."""
+    sweep_lake(Path(data_dir) / LAKE_FOLDER)
+    return Store(data_dir)
+
+
 def _one_by_one(
     run_id: str,
     files: list[Path],
@@ -114,7 +121,7 @@ def _one_by_one(
     # Hashing and opening the store (a new one writes an empty segment per table) run
     # beside the first file's parse, once its helper process is forked.
     hasher = _Background(lambda: [sha256_file(f) for f in files])
-    opener = _Background(lambda: Store(data_dir))
+    opener = _Background(lambda: _open_swept(data_dir))
 
     def beside() -> None:
         hasher.start()
@@ -137,7 +144,6 @@ def _one_by_one(
                 )
             if store is None:
                 store = opener.result()
-                sweep_lake(store.lake.root)  # ... and in the lake
                 store.lake.stage_dir(run_id)
             # The digests are filled in below, once the hashing thread is done.
             ranks += write_ranks(store.lake.staging / run_id, b, traces, [""] * len(traces))
