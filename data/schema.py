@@ -252,8 +252,8 @@ TELEMETRY_TABLES: dict[str, tuple[Column, ...]] = {
         ("gpm_pcie_tx_mib_s", F64, "GPM PCIE_TX_PER_SEC, MiB/s"),
         ("gpm_nvlink_rx_mib_s", F64, "GPM NVLINK_TOTAL_RX_PER_SEC, MiB/s (NULL without NVLink)"),
         ("gpm_nvlink_tx_mib_s", F64, "GPM NVLINK_TOTAL_TX_PER_SEC, MiB/s (NULL without NVLink)"),
-        ("process_count", I32, "compute processes on the GPU"),
-        ("processes", STR, "compute processes, JSON list of [pid, used bytes]"),
+        ("process_count", I32, "compute processes on the GPU (read once a second)"),
+        ("processes", STR, "compute processes, JSON list of [pid, used bytes] (once a second)"),
         ("sample_cost_ns", I64, "wall time the agent spent reading this sample"),
     ),
     "gpu_inventory": _cols(

@@ -27,7 +27,7 @@ from helpers.paths import FIXTURES, REPO, SAMPLES
 import collectors.nvml as agent
 from collectors.nvml import NvmlSampler
 from collectors.nvml_source import GpuLostError, PynvmlSource, ReplaySource
-from collectors.nvml_source.gpu import _Gpu
+from collectors.nvml_source.gpu import PROCESS_LIST_PERIOD_NS, _Gpu
 from data.errors import DashError, NvmlUnavailableError, RecordingFormatError
 from data.store import Store
 
@@ -114,6 +114,36 @@ def test_unsupported_metric_is_null_with_one_warning() -> None:
 
     with pytest.raises(GpuLostError, match="gpu 3"):
         src.read(g, ("power_mw",), lost)
+
+
+def test_process_list_is_read_once_a_second_and_carried_between() -> None:
+    # The list recorded on the H200 (data/samples/nvml_phases_h200.csv), answered the way
+    # pynvml answers; what counts is how often the agent asks and what rows it writes.
+    with (SAMPLES / "nvml_phases_h200.csv").open() as f:
+        recorded = json.loads(next(csv.DictReader(f))["processes"])
+    asked: list[int] = []
+
+    class Nvml:
+        NVMLError = pynvml.NVMLError
+
+        @staticmethod
+        def nvmlDeviceGetComputeRunningProcesses(handle: object) -> list[object]:
+            asked.append(1)
+            return [type("P", (), {"pid": p, "usedGpuMemory": b})() for p, b in recorded]
+
+    src = PynvmlSource.__new__(PynvmlSource)
+    src.N, src._warn = Nvml, lambda _m: None
+    g = _Gpu(0, handle=None)
+    rows = [dict.fromkeys(("process_count", "processes")) for _ in range(3)]
+    src._processes(g, rows[0])
+    src._processes(g, rows[1])  # a tick later: carried, not asked
+    assert len(asked) == 1
+    assert rows[0] == rows[1] == {"process_count": 1, "processes": json.dumps(recorded)}
+    assert g.procs_ns is not None
+    g.procs_ns -= PROCESS_LIST_PERIOD_NS  # a second on
+    src._processes(g, rows[2])
+    assert len(asked) == 2
+    assert rows[2] == rows[0]
 
 
 @pytest.mark.skipif(nvml_present(), reason="this machine has NVML")
