@@ -5,8 +5,10 @@ The real server (`streamlit run app.py`, tests/helpers/browser.py) and Debian's 
 through Playwright. A page counts as rendered when Streamlit's script run has ended, every
 Plotly chart has drawn its SVG, every table its canvas and the timeline component its first
 window, and all of that has held a while (a first visit reruns once, D6); the figure is
-that moment minus the navigation's start. Each page is opened first with the server's caches
-empty ("first") and then N more times in fresh browser sessions ("again", the median).
+that moment minus the navigation's start. A one-line Streamlit page, timed the same way
+first, is this machine's floor under every figure. Each page is opened first with the
+server's caches empty ("first") and then N more times in fresh browser sessions ("again",
+the median).
 
 A zoom step is one wheel notch on the timeline's canvas until the component has drawn the new
 window's detail, measured in Python from the wheel event (so the component's 140 ms wait for
@@ -61,6 +63,14 @@ def page_seconds(browser: Any, url: str) -> float:
         page.close()
 
 
+def bare_script(folder: Path) -> Path:
+    """A one-line Streamlit page: what this machine needs to start a script run, send it and
+    draw it, with nothing of ours in it (the floor under every page's figure)."""
+    path = folder / "bare_page.py"
+    path.write_text('import streamlit as st\n\nst.title("A bare page")\n')
+    return path
+
+
 def zoom_steps(browser: Any, url: str, steps: int) -> list[dict[str, float]]:
     """Per wheel notch towards 60 % of the canvas: seconds until the new detail is drawn."""
     page = browser.new_page(viewport=VIEWPORT)
@@ -104,6 +114,13 @@ def main() -> None:
     runs = Store(data).runs()
     big = str(runs.loc[runs["name"] == "big", "run_id"].iloc[0])
     naive = str(runs.loc[runs["name"].str.contains("fp32_naive"), "run_id"].iloc[0])
+    with dashboard(data, bare_script(data)) as url, playwright.sync_playwright() as p:
+        browser = launch(p)
+        first = page_seconds(browser, url)
+        again = [page_seconds(browser, url) for _ in range(args.again)]
+        bare = {"first_s": first, "again_s": statistics.median(again), **load()}
+        result["bare_page"] = bare
+        print(f"{'bare page':45} first {first:5.2f} s  again {bare['again_s']:5.2f} s")
     with dashboard(data) as url, playwright.sync_playwright() as p:
         browser = launch(p)
         targets = list(zip(runs["name"], runs["run_id"], strict=True))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from analysis.facts import gather
+from analysis.facts import Facts, gather
 from analysis.load import Store, load_lanes, load_timeline_window
 from analysis.report.charts import REPORT_TIMELINE_SHAPES, report_charts
 from analysis.report.document import report_json
@@ -13,7 +13,12 @@ from analysis.report.sections import Chart
 
 def load_report(store: Store, run_id: str) -> tuple[dict[str, Any], dict[str, Chart]]:
     """(the JSON document, the charts) of one run."""
-    facts = gather(store, run_id)
+    return report_of(store, gather(store, run_id))
+
+
+def report_of(store: Store, facts: Facts) -> tuple[dict[str, Any], dict[str, Chart]]:
+    """(the JSON document, the charts) of a run whose facts are already read (the pages')."""
+    run_id = facts.run.run_id
     lanes = load_lanes(store, run_id)
     window = None
     if not lanes.empty:

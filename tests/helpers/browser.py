@@ -37,12 +37,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def dashboard(data: Path) -> Iterator[str]:
-    """The dashboard serving store `data` until the block ends; yields its URL."""
+def dashboard(data: Path, script: Path | str = "app.py") -> Iterator[str]:
+    """The dashboard (or another Streamlit `script`) serving store `data` until the block
+    ends; yields its URL."""
     port = free_port()
     log = (data / "server.log").open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+        [sys.executable, "-m", "streamlit", "run", str(script), "--server.port", str(port),
          "--server.headless", "true", "--server.address", "127.0.0.1"],
         cwd=REPO, env={**os.environ, "DASH_DATA": str(data)}, stdout=log,
         stderr=subprocess.STDOUT,
