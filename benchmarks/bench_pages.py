@@ -14,7 +14,7 @@ A zoom step is one wheel notch on the timeline's canvas until the component has 
 window's detail, measured in Python from the wheel event (so the component's 140 ms wait for
 the wheel to stop is included) and, by the component, from its request to the drawn detail.
 
-    python benchmarks/bench_pages.py [--data DIR] [--again 2] [--zoom-steps 8]
+    python benchmarks/bench_pages.py [--data DIR] [--again 2] [--zoom-steps 8] [--pages P ...]
 
 DIR is a store holding the demo runs and the benchmark run; without it, a temporary one is
 made (the demo runs by the server's first start, the benchmark run from
@@ -103,6 +103,8 @@ def main() -> None:
     ap.add_argument("--data", type=Path, help="a store holding the demo runs and the big run")
     ap.add_argument("--again", type=int, default=2, help="visits after the first, per page")
     ap.add_argument("--zoom-steps", type=int, default=8)
+    ap.add_argument("--pages", nargs="+", choices=(*RUN_FREE, *RUN_PAGES),
+                    default=(*RUN_FREE, *RUN_PAGES), help="only these pages")  # fmt: skip
     args = ap.parse_args()
     data = args.data or Path(tempfile.mkdtemp(prefix="bench-pages-"))
     result: dict[str, Any] = {"cpus": os.cpu_count(), "started": time.strftime("%F %T %Z"),
@@ -126,7 +128,7 @@ def main() -> None:
         targets = list(zip(runs["name"], runs["run_id"], strict=True))
         free = {p: [("-", "")] for p in RUN_FREE}
         free["compare"] = [("default pair", ""), ("naive vs big", f"?before={naive}&after={big}")]
-        for page in (*RUN_FREE, *RUN_PAGES):
+        for page in args.pages:
             for name, run_id in free.get(page, targets):
                 q = run_id if page in free else f"?run={run_id}"
                 first = page_seconds(browser, f"{url}/{page}{q}")
@@ -135,6 +137,7 @@ def main() -> None:
                 result["pages"][f"{page} · {name}"] = row
                 print(f"{page:16} {name:28} first {first:5.2f} s  again {row['again_s']:5.2f} s"
                       f"  load {row['load_1m']:.1f}", flush=True)  # fmt: skip
+        OUT.write_text(json.dumps(result, indent=1))  # the pages' figures, should zoom fail
         result["zoom"] = zoom_steps(browser, f"{url}/timeline?run={big}", args.zoom_steps)
         for z in result["zoom"]:
             print(
