@@ -153,21 +153,52 @@ def wheel_step(page: Any, frame: Any, x: float, y: float) -> None:
     frame.wait_for_function(f"window.timeline.timings.length > {before}", timeout=60_000)
 
 
+# The widest kernel on screen: its centre on the canvas and its correlation id.
+WIDEST_GPU_HIT = """() => { const t = window.timeline;
+    const g = t.hits.filter(h => h[4] === 'gpu').sort((a, b) => b[2] - a[2])[0];
+    return {x: g[0] + g[2] / 2, y: g[1] + g[3] / 2, link: t.args.gpu.link[g[5]]}; }"""
+
+
+def _raw_lanes(trace: Path) -> tuple[set[str], set[str]]:
+    """(the GPU streams with activity, the CPU threads with any slice) as the timeline labels
+    them, from the raw JSON: a Kineto GPU event's tid is its stream."""
+    from helpers.raw_trace import KERNEL_CATS, MEMCPY_CATS, MEMSET_CATS, load_trace_json
+    from helpers.raw_trace import trace_events as events
+
+    xs = [e for e in events(load_trace_json(trace)) if isinstance(e, dict) and e.get("ph") == "X"]
+    gpu = (*KERNEL_CATS, *MEMCPY_CATS, *MEMSET_CATS)
+    return (
+        {f"rank 0 · stream {e['tid']} gpu" for e in xs if e.get("cat") in gpu},
+        {f"rank 0 · thread {e['tid']} cpu" for e in xs if e.get("cat") not in gpu},
+    )
+
+
+@pytest.mark.parametrize("trace", [NAIVE, BERT], ids=["h200-naive", "h100-bert"])
 def test_timeline_zooms_in_the_browser_and_links_a_kernel_to_its_launch(
-    server: str, store: tuple[Path, dict[Path, str]], browser: Any
+    server: str, store: tuple[Path, dict[Path, str]], browser: Any, trace: Path
 ) -> None:
     from helpers.raw_ops import raw_link
     from helpers.raw_trace import raw_rank
 
-    page = open_page(browser, f"{server}/timeline?run={store[1][NAIVE]}")
+    page = open_page(browser, f"{server}/timeline?run={store[1][trace]}")
     frame = component_frame(page)
-    raw = raw_rank(NAIVE)
+    raw = raw_rank(trace)
     status = frame.locator("#status").inner_text()
     assert f"{raw.kernels + raw.memcpy + raw.memset:,} GPU activities" in status
     lanes = frame.evaluate("window.timeline.lanes.map(l => l.label + ' ' + l.kind)")
-    assert lanes == ["rank 0 · thread 489 cpu", "rank 0 · thread 522 cpu", "rank 0 · stream 7 gpu"]
+    streams, threads = _raw_lanes(trace)
+    assert {lane for lane in lanes if lane.endswith(" gpu")} == streams
+    cpu = [lane for lane in lanes if lane.endswith(" cpu")]
+    assert cpu
+    assert set(cpu) <= threads
+    # the CPU threads above the GPU streams
+    assert lanes == cpu + [lane for lane in lanes if lane.endswith(" gpu")]
+    if trace == NAIVE:  # the H200 run's two threads, as its JSON holds them
+        assert cpu == ["rank 0 · thread 489 cpu", "rank 0 · thread 522 cpu"]
     box = frame.locator("canvas").bounding_box()
-    x, y = box["x"] + box["width"] * 0.6, box["y"] + 40
+    # zoom towards the widest GPU slice drawn: a window with kernels in it on any trace
+    widest = frame.evaluate(WIDEST_GPU_HIT)
+    x, y = box["x"] + widest["x"], box["y"] + 40
     span = frame.evaluate("window.timeline.view[1] - window.timeline.view[0]")
     for _ in range(8):  # each notch keeps exp(-0.75) = 47 % of the window
         wheel_step(page, frame, x, y)
@@ -179,15 +210,11 @@ def test_timeline_zooms_in_the_browser_and_links_a_kernel_to_its_launch(
     assert names
     assert set(names) <= set(frame.evaluate("window.timeline.args.names"))
     # click the widest kernel on screen: its launch call and op are listed below
-    hit = frame.evaluate(
-        """() => { const t = window.timeline;
-             const g = t.hits.filter(h => h[4] === 'gpu').sort((a, b) => b[2] - a[2])[0];
-             return {x: g[0] + g[2] / 2, y: g[1] + g[3] / 2, link: t.args.gpu.link[g[5]]}; }"""
-    )
+    hit = frame.evaluate(WIDEST_GPU_HIT)
     page.mouse.click(box["x"] + hit["x"], box["y"] + hit["y"])
     page.get_by_text("Selected", exact=True).wait_for(timeout=60_000)
     settle(page)
     rows = {r[0]: r[1] for r in grid_rows(page, 0)}
-    want = raw_link(NAIVE, hit["link"])
+    want = raw_link(trace, hit["link"])
     assert rows == {"kernel": want.kernel, "launch": want.launch, "op": want.op}
     page.close()
