@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from collectors.ingest import ingest
 from helpers.paths import REPO
 
 
@@ -20,6 +21,15 @@ def dashboard_store(d: Path) -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("DASH_DATA", str(d))
         yield d
+
+
+def page_runs(factory: pytest.TempPathFactory, traces: Sequence[Path]) -> Iterator[dict[Path, str]]:
+    """A fixture's body: `traces` ingested one run each into a store of its own, the pages
+    pointed at it; yields trace -> run id."""
+    d = factory.mktemp("store")
+    ids = {p: ingest([p], data_dir=d) for p in traces}
+    with dashboard_store(d):
+        yield ids
 
 
 def open_page(page: str, run_id: str | None = None) -> AppTest:

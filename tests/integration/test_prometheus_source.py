@@ -22,7 +22,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from helpers.dcgm_exporter import DCGM_FIELDS, recorded_rows, serve_dcgm_exporter
-from helpers.paths import SAMPLES, fixture
+from helpers.nvml_phases import INVENTORY, PHASES, phase_csv
+from helpers.paths import fixture
 from helpers.prometheus import agent, free_port, prometheus, wait_for
 from helpers.rules import fire
 
@@ -35,8 +36,6 @@ from data.reads_prometheus import PrometheusTelemetry
 from data.store import Store
 from data.telemetry_source import PROMETHEUS_URL_ENV
 
-PHASES = SAMPLES / "nvml_phases_h200.csv"
-INVENTORY = PHASES.with_name("nvml_phases_h200.inventory.json")
 TOTAL_BYTES = json.loads(INVENTORY.read_text())[0]["mem_total_bytes"]
 # Columns compared with the recording: every exported sample column the replay plays back
 # (sample_cost_ns is the agent's own cost, not a recorded value).
@@ -47,23 +46,6 @@ COMPARED = [s.column for s in SAMPLE_SERIES if s.column != "sample_cost_ns"]
 class Cluster:
     url: str
     csv: dict[str, Path]  # host -> the recording its agent replays
-
-
-def phase_csv(folder: Path, phase: str) -> Path:
-    """The real rows of one phase of the H200 recording (from the GEMMs' start for the
-    GEMM phase), with the recording's inventory beside them."""
-    with PHASES.open(newline="") as fh:
-        rows = [r for r in csv.DictReader(fh) if r["phase"] == phase]
-    if phase == "gemm_bf16":
-        first = next(i for i, r in enumerate(rows) if int(r["util_gpu_pct"]) > 50)
-        rows = rows[first:]
-    path = folder / f"{phase}.csv"
-    with path.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    path.with_name(f"{phase}.inventory.json").write_text(INVENTORY.read_text())
-    return path
 
 
 @pytest.fixture(scope="module")

@@ -8,11 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers.pages import dashboard_store, open_page
+from helpers.pages import open_page, page_runs
 from helpers.paths import fixture
 from helpers.raw_ops import raw_ops
-
-from collectors.ingest import ingest
 
 NAIVE = fixture("h200/train_gpt2_fp32_naive.pt.trace.json.gz")  # fp32, TF32 off
 TUNED = fixture("h200/train_gpt2_bf16_tuned.pt.trace.json.gz")  # bf16 nvjet GEMMs, cuDNN SDPA
@@ -21,10 +19,7 @@ QWEN = fixture("foreign/tracelens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz")
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[Path, str]]:
-    d = tmp_path_factory.mktemp("store")
-    ids = {p: ingest([p], data_dir=d) for p in (NAIVE, TUNED, QWEN)}
-    with dashboard_store(d):
-        yield ids
+    yield from page_runs(tmp_path_factory, (NAIVE, TUNED, QWEN))
 
 
 @pytest.mark.parametrize("trace", [NAIVE, TUNED, QWEN], ids=["naive", "tuned", "qwen"])

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import csv
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from helpers.nvml_phases import phase_csv
 from helpers.pages import dashboard_store, open_page, shown
-from helpers.paths import REPO, SAMPLES
+from helpers.paths import SAMPLES
 from streamlit.testing.v1 import AppTest
 
 from collectors.ingest import ingest
@@ -18,8 +18,6 @@ from collectors.nvml import NvmlSampler
 from collectors.nvml_source import ReplaySource
 from data import reads_telemetry as rt
 from data.store import Store
-
-PHASES = REPO / "data" / "samples" / "nvml_phases_h200.csv"
 
 
 def replay(data: Path, path: Path, host: str) -> None:
@@ -36,15 +34,7 @@ def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     replay(d, SAMPLES / "gpt_train_bf16.nvml.csv", "node-a")
     # A second node replaying only the pinned-copy phase of the H200 recording (real rows):
     # utilization.gpu ~100 % with idle SMs, the trap the page must flag.
-    with PHASES.open(newline="") as fh:
-        rows = [r for r in csv.DictReader(fh) if r["phase"] == "h2d_pinned"]
-    copy = d / "h2d.csv"
-    with copy.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    inventory = PHASES.with_name("nvml_phases_h200.inventory.json")
-    (d / "h2d.inventory.json").write_bytes(inventory.read_bytes())  # the GPU it came from
+    copy = phase_csv(d, "h2d_pinned")
     replay(d, copy, "node-b")
     with dashboard_store(d):
         yield d

@@ -4,13 +4,12 @@ recording, under a host label and a model name that are hostile Markdown and HTM
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterator
 
 import pytest
 from helpers.dcgm_exporter import recorded_rows, serve_dcgm_exporter
+from helpers.nvml_phases import phase_csv
 from helpers.pages import dashboard_store, open_page
-from helpers.paths import SAMPLES
 from helpers.prometheus import prometheus, wait_for
 
 from analysis.telemetry import gpu_label
@@ -25,13 +24,7 @@ MODEL = "<b>NVIDIA</b> H200 $x$"
 @pytest.fixture(scope="module")
 def prometheus_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     d = tmp_path_factory.mktemp("live-prometheus")
-    with (SAMPLES / "nvml_phases_h200.csv").open(newline="") as fh:
-        rows = [r for r in csv.DictReader(fh) if r["phase"] == "h2d_pinned"]
-    copy = d / "h2d.csv"
-    with copy.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    copy = phase_csv(d, "h2d_pinned")
     # dcgm-exporter's main branch spells the host label `hostname` (#655)
     gpu = {"gpu": "0", "UUID": "GPU-1", "modelName": MODEL, "hostname": HOST}
     port = serve_dcgm_exporter(recorded_rows(copy), [gpu], 150_754_820_096)

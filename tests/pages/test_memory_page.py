@@ -9,12 +9,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from helpers.pages import dashboard_store, open_page
+from helpers.pages import open_page, page_runs
 from helpers.paths import TEST_DATA, fixture
 from helpers.raw_ops import raw_memory
 from streamlit.testing.v1 import AppTest
-
-from collectors.ingest import ingest
 
 NAIVE = fixture("h200/train_gpt2_fp32_naive.pt.trace.json.gz")
 BERT = fixture("foreign/tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz")
@@ -25,10 +23,7 @@ GIB = 2**30
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[Path, str]]:
-    d = tmp_path_factory.mktemp("store")
-    ids = {p: ingest([p], data_dir=d) for p in (NAIVE, BERT, NO_MEMORY, CPU_ONLY)}
-    with dashboard_store(d):
-        yield ids
+    yield from page_runs(tmp_path_factory, (NAIVE, BERT, NO_MEMORY, CPU_ONLY))
 
 
 def page(run_id: str) -> AppTest:

@@ -8,13 +8,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers.pages import dashboard_store, open_page
+from helpers.pages import open_page, page_runs
 from helpers.paths import TEST_DATA, fixture
 from helpers.raw_ops import raw_ops
 from helpers.raw_trace import load_trace_json, trace_events
 from streamlit.testing.v1 import AppTest
-
-from collectors.ingest import ingest
 
 NAIVE = fixture("h200/train_gpt2_fp32_naive.pt.trace.json.gz")
 STACK = TEST_DATA / "validation_h200/attention-gpt2-after-stack.pt.trace.json.gz"
@@ -23,10 +21,7 @@ BERT = fixture("foreign/tracelens/h100/gaunernst_bert-small-uncased__1016001.jso
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[Path, str]]:
-    d = tmp_path_factory.mktemp("store")
-    ids = {p: ingest([p], data_dir=d) for p in (NAIVE, STACK, BERT)}
-    with dashboard_store(d):
-        yield ids
+    yield from page_runs(tmp_path_factory, (NAIVE, STACK, BERT))
 
 
 def canon(dims: str) -> str:

@@ -11,14 +11,13 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import pytest
-from helpers.pages import dashboard_store, open_page
+from helpers.pages import open_page, page_runs
 from helpers.paths import SAMPLES, TEST_DATA, fixture
 from helpers.raw_ops import raw_link, raw_name_matches, raw_op_kernels, raw_ops
 from helpers.raw_trace import raw_rank
 from streamlit.testing.v1 import AppTest
 
 from analysis.timeline import MAX_SHAPES, MAX_SPEC_BYTES
-from collectors.ingest import ingest
 
 NAIVE = fixture("h200/train_gpt2_fp32_naive.pt.trace.json.gz")  # 6 k GPU, 29 k CPU slices
 LARGEST = fixture("h200/hf_llama_generate_b4.pt.trace.json.gz")  # 38 k GPU activities
@@ -28,10 +27,7 @@ CPU_ONLY = TEST_DATA / "cpu_mlp.pt.trace.json.gz"
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[Path, str]]:
-    d = tmp_path_factory.mktemp("store")
-    ids = {p: ingest([p], data_dir=d) for p in (NAIVE, LARGEST, DDP, CPU_ONLY)}
-    with dashboard_store(d):
-        yield ids
+    yield from page_runs(tmp_path_factory, (NAIVE, LARGEST, DDP, CPU_ONLY))
 
 
 def payload(at: AppTest) -> dict[str, Any]:
