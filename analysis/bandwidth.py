@@ -105,7 +105,8 @@ def bandwidth_frames(
     """(estimated series, GPM samples), both with `t_s` from the run's first GPU event, for
     analysis.figures.bandwidth.bandwidth_figure. `samples` are the run's NVML samples
     (analysis.load.RunTelemetry.samples), `time_bases` its ranks' base_time_ns; the samples
-    returned are those with DRAM_BW_UTIL, none when the run has no Unix time base."""
+    returned are those with DRAM_BW_UTIL that cover the trace, none when the run has no
+    Unix time base."""
     series = bandwidth_series(work, peak_bytes_per_s, buckets)
     origin = int(work["ts_ns"].min())
     series["t_s"] = (series["ts_ns"] - origin) / 1e9
@@ -113,4 +114,10 @@ def bandwidth_frames(
     if samples.empty or not len(bases):
         return series, samples.iloc[0:0]
     gpm = samples[samples["gpm_dram_bw_util_pct"].notna()]
-    return series, gpm.assign(t_s=(gpm["ts_ns"] - (int(bases.iloc[0]) + origin)) / 1e9)
+    gpm = gpm.assign(t_s=(gpm["ts_ns"] - (int(bases.iloc[0]) + origin)) / 1e9)
+    # The samples that cover the trace: a sample averages the interval before it, so those
+    # from its start to the first one after its end (the run's window has a second around).
+    end_s = (int((work["ts_ns"] + work["dur_ns"]).max()) - origin) / 1e9
+    first_after = gpm.loc[gpm["t_s"] > end_s].groupby("gpu")["t_s"].min()
+    limit = gpm["gpu"].map(first_after).fillna(end_s)
+    return series, gpm[(gpm["t_s"] >= 0) & (gpm["t_s"] <= limit)]

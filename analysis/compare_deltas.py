@@ -206,16 +206,18 @@ def verdict(metrics: pd.DataFrame, recommendations: pd.DataFrame, differences: i
     for key, what in (("unprofiled_step_ms", "unprofiled"), ("step_time_ms", "profiled")):
         before, after, pct = values(key)
         if not (math.isnan(before) or math.isnan(after)):
-            rel = "" if math.isnan(pct) else f" ({pct:+.0f} %)"
+            rel = "" if math.isnan(pct) else f" ({pct:+,.0f} %)"
             parts.append(f"step time {_fmt(before)} -> {_fmt(after)} ms {what}{rel}")
             break
     before, after, _ = values("gpu_busy_pct")
     if not (math.isnan(before) or math.isnan(after)):
         parts.append(f"GPU busy {_fmt(before)} -> {_fmt(after)} %")
     for status in ("gone", "new"):
-        ids = recommendations.loc[recommendations["status"] == status, "id"].tolist()
-        if ids:
-            parts.append(f"{status}: {', '.join(ids)}")
+        rows = recommendations[recommendations["status"] == status]
+        if len(rows):
+            titles = [str(t) if isinstance(t, str) else str(i)
+                      for t, i in zip(rows["title"], rows["id"], strict=True)]  # fmt: skip
+            parts.append(f"{status}: {'; '.join(titles)}")
     line = "; ".join(parts) or "no comparable metrics"
     if differences:
         ways = "one way" if differences == 1 else f"{differences} ways"

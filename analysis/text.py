@@ -53,3 +53,14 @@ def plot_text(text: str) -> str:
 def plural(n: int, word: str, many: str | None = None) -> str:
     """'1 run', '3 runs' ('1 GPU activity', '2 GPU activities' with `many`)."""
     return f"{n:,} {word if n == 1 else many or word + 's'}"
+
+
+def fmt_bytes(n: float | None) -> str:
+    """Bytes in binary units."""
+    if n is None:
+        return "—"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024:
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return f"{n:,.1f} TiB"

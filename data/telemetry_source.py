@@ -43,7 +43,7 @@ class TelemetrySource(Protocol):
 class LakeTelemetry:
     """The reads over the store's lake (gpu_samples and gpu_inventory)."""
 
-    label = "the store's lake"
+    label = "the local store"
 
     def __init__(self, store: Store) -> None:
         self.store = store

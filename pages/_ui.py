@@ -241,14 +241,3 @@ def fmt_ms(v: float | None) -> str:
 def fmt_pct(v: float | None) -> str:
     """A percentage, or an em dash."""
     return "—" if v is None else f"{v:.1f} %"
-
-
-def fmt_bytes(n: float | None) -> str:
-    """Bytes in binary units."""
-    if n is None:
-        return "—"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024:
-            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
-        n /= 1024
-    return f"{n:,.1f} TiB"

@@ -10,7 +10,7 @@ from analysis.ranks import spread
 from pages._ui import fmt_ms, fmt_pct, human_name, rank_picker, require_run, run_facts
 
 s, run_id = require_run()
-st.title("Where the time goes")
+st.title("Breakdown: where the time goes")
 facts = run_facts(run_id)
 events = facts.events
 if events.empty:

@@ -22,12 +22,12 @@ def fmt_count(v: float | None) -> str:
 # (metric, headline label, formatter of the value, format of the signed delta), in reading
 # order.
 HEADLINES = (
-    ("step", "Step time", fmt_ms, "{:+,.2f} ms"),
-    ("tokens_per_s", "Tokens/s", fmt_count, "{:+,.0f}"),
-    ("mfu_pct", "MFU", fmt_pct, "{:+,.1f} pp"),
-    ("gpu_busy_pct", "GPU busy", fmt_pct, "{:+,.1f} pp"),
-    ("host_wait_pct", "Idle: host wait", fmt_pct, "{:+,.1f} pp"),
-    ("kernels_per_step", "Kernels per step", fmt_count, "{:+,.0f}"),
+    ("step", "Step time", fmt_ms, lambda d: ("+" if d >= 0 else "-") + fmt_ms(abs(d))),
+    ("tokens_per_s", "Tokens/s", fmt_count, "{:+,.0f}".format),
+    ("mfu_pct", "MFU", fmt_pct, "{:+,.1f} pp".format),
+    ("gpu_busy_pct", "GPU busy", fmt_pct, "{:+,.1f} pp".format),
+    ("host_wait_pct", "Idle: host wait", fmt_pct, "{:+,.1f} pp".format),
+    ("kernels_per_step", "Kernels per step", fmt_count, "{:+,.0f}".format),
 )
 
 
@@ -90,7 +90,7 @@ for col, (key, label, fmt, unit) in zip(cols, HEADLINES, strict=True):
     col.metric(
         label,
         fmt(value),
-        None if pd.isna(row["delta"]) or note else unit.format(float(row["delta"])),
+        None if pd.isna(row["delta"]) or note else unit(float(row["delta"])),
         delta_color="inverse" if row["better"] == "lower" else "normal",
         delta_arrow="off",
         help=f"before: {before_text}{note}",
@@ -102,7 +102,7 @@ st.caption(
         if both_unprofiled
         else "on the traces' timelines"
     )
-    + ". Tokens/s: the run tag tokens_per_step, else the token ids fed to the largest "
+    + ". Tokens/s: the run's tokens-per-step tag, else the token ids fed to the largest "
     "embedding table per step. "
     + (
         f"MFU against the {c.mfu_reference} for both runs."

@@ -60,7 +60,12 @@ c[3].metric(
 
 st.subheader("Tensor-core use by kernel class")
 st.plotly_chart(tensor_core_bars(classes), width="stretch")
-st.dataframe(classes, hide_index=True, width="stretch", column_config=COLUMNS)
+st.dataframe(
+    classes.sort_values("time_ms", ascending=False),  # the chart's order, longest on top
+    hide_index=True,
+    width="stretch",
+    column_config=COLUMNS,
+)
 
 st.subheader("Per kernel")
 needle = st.text_input("Filter by kernel name", placeholder="e.g. gemm")

@@ -12,10 +12,11 @@ import streamlit as st
 
 from analysis.figures.telemetry import RUN_PANELS, gpu_panels
 from analysis.telemetry import age_text, alerts, clock_reasons, freshness, gpu_label
+from analysis.text import fmt_bytes
 from data import reads_telemetry as rt
 from data.errors import DashError
 from data.telemetry_source import open_telemetry, prometheus_url_from_env, run_samples
-from pages._ui import fmt_bytes, fmt_time_ns, md, run_labels, show_error, store
+from pages._ui import fmt_time_ns, md, run_labels, show_error, store
 
 WINDOWS = {"1 min": 60, "5 min": 300, "15 min": 900, "1 h": 3600, "6 h": 21600, "24 h": 86400}
 REFRESH = {"1 s": "1s", "5 s": "5s", "off": None}
@@ -116,7 +117,7 @@ def window(gpus: pd.DataFrame) -> None:
         st.warning(
             "Replayed data: samples recorded on a real GPU and played back by "
             "`collectors.nvml --replay`, not live telemetry.",
-            icon="⏪",
+            icon=":material/replay:",
         )
     if live_now:
         st.success(f"Live · newest sample {age_text(age_s)} ago ({newest_at})", icon="🟢")
@@ -124,7 +125,7 @@ def window(gpus: pd.DataFrame) -> None:
         st.warning(
             f"Not live: the newest sample is {age_text(age_s)} old ({newest_at}); no agent has "
             f"reported since. The charts show the {window_s // 60} min before it.",
-            icon="⏸️",
+            icon=":material/pause_circle:",
         )
     gpu_count = len(gpus)
     st.caption(

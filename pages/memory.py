@@ -13,7 +13,8 @@ from analysis.memory import (
     memory_summary,
     unexplained_bytes,
 )
-from pages._ui import fmt_bytes, fmt_ms, fmt_pct, require_run, run_facts
+from analysis.text import fmt_bytes
+from pages._ui import fmt_ms, fmt_pct, require_run, run_facts
 
 MAX_POINTS = 1_000  # per device and curve
 NUM = st.column_config.NumberColumn

@@ -9,9 +9,9 @@ import streamlit as st
 from analysis.overview import overview, step_times, top_kernels
 from analysis.ranks import spread
 from analysis.step_model import BASIS
+from analysis.text import fmt_bytes
 from data import reads
 from pages._ui import (
-    fmt_bytes,
     fmt_ms,
     fmt_pct,
     fmt_time_ns,
@@ -83,7 +83,7 @@ if model is not None:
         f"The profiler added {fmt_pct(model.profiler_share_pct)} to the step "
         f"({fmt_ms(model.profiled_ms)} profiled, {fmt_ms(model.unprofiled_ms)} without it: "
         f"{BASIS[model.source]}). Per step without it: GPU work {fmt_ms(model.gpu_ms)}, host "
-        f"work {fmt_ms(model.host_ms)}, host and GPU waiting on each other "
+        f"work {fmt_ms(model.host_ms)}, both standing still (a blocking sync or copy) "
         f"{fmt_ms(model.serial_ms)}."
     )
 

@@ -24,10 +24,10 @@ def ranked(run_id: str) -> tuple[str, list[Recommendation], list[Behind]]:
     recs = recommend(facts)
     model = facts.step_model
     basis = (
-        f"median step {fmt_ms(facts.step_ms)} without the profiler, {BASIS[model.source]}; "
+        f"Median step {fmt_ms(facts.step_ms)} without the profiler, {BASIS[model.source]}; "
         f"{fmt_ms(model.profiled_ms)} profiled"
         if model is not None
-        else f"median step {fmt_ms(facts.step_ms)} on the trace's timeline"
+        else f"Median step {fmt_ms(facts.step_ms)} on the trace's timeline"
     )
     return basis, recs, [kernels_behind(facts, r) for r in recs]
 
@@ -105,9 +105,10 @@ for i, (r, (top, first)) in enumerate(zip(recs, behind, strict=True), 1):
         saving.metric(
             "Saving per step",
             ms(r.est_saving_ms),
-            f"-{r.est_saving_pct:.1f} % of step",
-            delta_color="inverse",
-            delta_arrow="off",  # the sign says it: an arrow beside "-" read as a double minus
+            f"step time −{r.est_saving_pct:.1f} %",
+            # green: Streamlit reads the sign from a leading "-", which this text has not
+            delta_color="normal",
+            delta_arrow="off",  # the sign says it: an arrow beside "−" read as a double minus
         )
         # Evidence names ops and kernels (`__next__`, templates with `*`): literal text.
         st.markdown("\n".join(f"- {md(e)}" for e in r.evidence))

@@ -58,9 +58,12 @@ st.subheader(TITLES["summary"])
 for line in summary_lines(doc):
     st.markdown(md(line, None))
 m = doc["metrics"]["overall"]
-c = st.columns(5)
-c[0].metric("Time per step", fmt_ms(m["step_time_ms"]))
-c[1].metric("GPU busy", fmt_pct(m["gpu_busy_pct"]))
+unprofiled = m["unprofiled_step_ms"] is not None
+c = st.columns(6 if unprofiled else 5)
+if unprofiled:
+    c.pop(0).metric("Step, unprofiled", fmt_ms(m["unprofiled_step_ms"]))
+c[0].metric("Step, profiled" if unprofiled else "Time per step", fmt_ms(m["step_time_ms"]))
+c[1].metric("GPU busy", fmt_pct(m["gpu_busy_pct"]), help="of the profiled GPU time")
 c[2].metric("MFU", fmt_pct(m["mfu_pct"]))
 c[3].metric("HBM bandwidth", fmt_pct(m["hbm_bw_util_pct"]))
 c[4].metric("Kernels", f"{m['kernel_count']:,}")

@@ -81,11 +81,12 @@ linked = st.query_params.get_all("ops")
 left, mid, right = st.columns(3)
 by = GROUPS[left.selectbox("Points per", list(GROUPS), index=1 if linked else 0)]
 rows = rf.roofline_table(work, spec, measured, by)
-precisions = sorted(set(rows["precision"]) - {""})
+# Only the precisions with a point: a copy's or an unmodelled op's precision draws nothing.
+precisions = sorted(set(rows.loc[rows["flops"] > 0, "precision"]) - {""})
 picked = mid.multiselect("Precision", precisions, default=precisions)
 min_share = right.slider("Min share of GPU time (%)", 0.0, 10.0, 0.0, 0.1)
-# Copies (no precision) stay in the table; the chart has no point for 0 FLOP anyway.
-kept = rows["precision"].isin(picked) | (rows["precision"] == "")
+# Copies and unmodelled ops stay in the table; the chart has no point for 0 FLOP anyway.
+kept = rows["precision"].isin(picked) | ~(rows["flops"] > 0)
 shown = rows[kept & (rows["share_pct"] >= min_share)]
 if linked and by == "op_name":
     shown = shown[shown["name"].isin(linked)]

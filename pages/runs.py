@@ -3,9 +3,9 @@
 import pandas as pd
 import streamlit as st
 
-from analysis.text import plural
+from analysis.text import fmt_bytes, plural
 from data.errors import DashError
-from pages._ui import fmt_bytes, md, show_error, store
+from pages._ui import md, show_error, store
 
 st.title("Runs")
 s = store()
@@ -40,6 +40,10 @@ picked = st.dataframe(
     on_select="rerun",
     selection_mode="single-row",
     key="runs_table",
+    column_config={
+        c: st.column_config.NumberColumn(c, format="localized")
+        for c in ("ranks", "kernels", "events", "malformed")
+    },
 )
 rows = picked.selection.rows if picked is not None else []
 if rows:

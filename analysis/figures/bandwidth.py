@@ -23,7 +23,7 @@ def bandwidth_figure(series: pd.DataFrame, gpm: pd.DataFrame | None = None) -> g
         for gpu, g in gpm.groupby("gpu"):
             fig.add_scatter(
                 x=g["t_s"], y=g["gpm_dram_bw_util_pct"], mode="lines+markers",
-                name=f"NVML GPM DRAM_BW_UTIL, GPU {gpu}", line={"dash": "dot"},
+                name=f"measured (NVML GPM DRAM_BW_UTIL), GPU {gpu}", line={"dash": "dot"},
                 hovertemplate="%{x:.3f} s<br>%{y:.1f} %<extra></extra>",
             )  # fmt: skip
     fig.update_layout(

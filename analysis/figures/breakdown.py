@@ -45,8 +45,9 @@ def _stacked(
 
 def breakdown_bars(per_step: pd.DataFrame) -> go.Figure:
     """Stacked bars, one per rank and step window, in ms (analysis.breakdown.breakdown)."""
+    many = per_step["rank"].nunique() > 1
     x = [
-        f"r{r} · step {'—' if pd.isna(s) else s}"
+        ("" if not many else f"rank {r} · ") + f"step {'—' if pd.isna(s) else s}"
         for r, s in zip(per_step["rank"], per_step["step"], strict=True)
     ]
     return _stacked(x, lambda k: per_step[f"{k}_ns"].to_numpy(np.float64) / 1e6, "ms", 3, "ms", 340)

@@ -12,7 +12,7 @@ from analysis.gemm_shapes import time_weighted_median
 from analysis.rules.catalog import CATALOG
 from analysis.rules.measures import idle_within
 from analysis.rules.registry import Finding, Rule, rule
-from analysis.text import ms
+from analysis.text import fmt_bytes, ms
 
 
 def _peak_share(facts: Facts) -> tuple[float, float, float] | None:
@@ -77,8 +77,9 @@ def small_batch(facts: Facts) -> Finding | None:
         confidence="medium",
         evidence=(
             f"weight GEMMs carry {tokens:,.0f} token rows (time-weighted median, e.g. "
-            f"{_example(g)}); the GPU is busy {busy_pct:.0f} % of the {ms(step)} step",
-            f"allocator peak {peak / 1e9:.1f} GB reserved of {total / 1e9:.0f} GB "
+            f"{_example(g)}); the GPU is busy {busy_pct:.0f} % of the {ms(step)} step "
+            "without the profiler",
+            f"allocator peak {fmt_bytes(peak)} reserved of {fmt_bytes(total)} "
             f"({peak_pct:.1f} %): room for a {k:.3g}× batch",
             f"{k:.3g}× the batch: about {ms(batched)} per step's worth of samples instead of "
             f"{ms(step)}",
@@ -121,7 +122,7 @@ def memory_headroom(facts: Facts) -> Finding | None:
         confidence="medium",
         evidence=(
             *(e for f in found for e in f.evidence),
-            f"allocator peak {peak / 1e9:.1f} GB reserved of {total / 1e9:.0f} GB "
+            f"allocator peak {fmt_bytes(peak)} reserved of {fmt_bytes(total)} "
             f"({peak_pct:.1f} %)"
             + (
                 ": near capacity, so the allocator frees its cache and retries"

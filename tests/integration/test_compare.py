@@ -124,7 +124,7 @@ def test_cuda_graphs_cut_the_decode_step_and_its_host_wait(decode: Comparison) -
     assert unprof["after"] < unprof["before"] < step["before"]
     assert decode.verdict.startswith(
         f"step time {unprof['before']:,.1f} -> {unprof['after']:,.1f} ms unprofiled "
-        f"({unprof['delta_pct']:+.0f} %)"
+        f"({unprof['delta_pct']:+,.0f} %)"
     )
     assert (round(step["before"], 1), round(step["after"], 1)) == (117.4, 9.6)
 
@@ -157,7 +157,7 @@ def test_cuda_graphs_make_the_launch_bound_finding_go_away(decode: Comparison) -
     assert recs.loc["cuda-graphs", "status"] == "gone"
     assert recs.loc["cuda-graphs", "before_rank"] == 1
     assert recs.loc["cuda-graphs", "before_saving_pct"] > 50  # most of a launch-bound step
-    assert "gone: cuda-graphs" in decode.verdict
+    assert f"gone: {recs.loc['cuda-graphs', 'title']}" in decode.verdict
     gone = decode.to_json()["recommendations"]["gone"]
     assert "cuda-graphs" in [r["id"] for r in gone]
 
@@ -167,14 +167,14 @@ def test_findings_a_graph_replay_hides_are_unseen_not_gone(decode: Comparison) -
     shape-based decode findings cannot be checked there (batching would still pay)."""
     recs = decode.recommendations.set_index("id")
     assert recs.loc["decode-batching", "status"] == "unseen"
-    assert "decode-batching" not in decode.verdict
+    assert str(recs.loc["decode-batching", "title"]) not in decode.verdict
 
 
 def test_data_loader_workers_make_the_starvation_finding_go_away(loader: Comparison) -> None:
     recs = loader.recommendations.set_index("id")
     assert recs.loc["gpu-starvation", "status"] == "gone"
     assert "gpu-starvation" not in {r["id"] for r in side(LOADER[1])[0]["recommendations"]}
-    assert "gone: gpu-starvation" in loader.verdict
+    assert f"gone: {recs.loc['gpu-starvation', 'title']}" in loader.verdict
     # Every id lands in exactly one of gone/new/kept.
     before = {r["id"] for r in side(LOADER[0])[0]["recommendations"]}
     after = {r["id"] for r in side(LOADER[1])[0]["recommendations"]}

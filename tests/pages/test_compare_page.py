@@ -78,7 +78,7 @@ def test_the_default_pair_is_the_latest_two_of_one_name(runs: dict[str, str]) ->
     m = c.metrics.set_index("metric")
     step = m.loc["unprofiled_step_ms"]
     assert at.metric[0].value == fmt_ms(step["after"])
-    assert at.metric[0].delta == f"{step['delta']:+,.2f} ms"
+    assert at.metric[0].delta == ("+" if step["delta"] >= 0 else "-") + fmt_ms(abs(step["delta"]))
     tokens = m.loc["tokens_per_s"]
     # 8×1024 token ids a step (the bf16 run's batch) over its unprofiled step
     assert tokens["after"] == pytest.approx(8 * 1024 / (step["after"] / 1e3))

@@ -64,7 +64,7 @@ def test_a_bad_prometheus_url_is_one_error_box(
 ) -> None:
     monkeypatch.delenv(PROMETHEUS_URL_ENV, raising=False)
     at = open_page("pages/live.py")
-    assert "No GPU telemetry yet in the store" in at.info[0].value  # empty lake
+    assert "No GPU telemetry yet in the local store" in at.info[0].value  # empty lake
     at.sidebar.text_input[0].set_value("ftp://prometheus:9090").run()
     assert len(at.error) == 1
     assert "expected a Prometheus URL" in at.error[0].value

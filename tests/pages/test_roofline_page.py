@@ -86,7 +86,7 @@ def test_bandwidth_page_draws_gpm_beside_the_estimate(store_dir: Path) -> None:
     at = page(store_dir, "pages/bandwidth.py", "gpt")
     names = [t["name"] for t in traces(at)]
     assert any(n.startswith("trace estimate") for n in names)
-    assert any(n.startswith("NVML GPM DRAM_BW_UTIL") for n in names)
+    assert any(n.startswith("measured (NVML GPM DRAM_BW_UTIL)") for n in names)
     kernels = at.dataframe[0].value
     assert (kernels["util_pct"] > 0).all()
 
