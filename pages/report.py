@@ -1,6 +1,8 @@
 """Report: a preview of a run's report, and the report to download as HTML, Markdown, JSON or
 PDF (analysis/report.py; the same files as `python -m analysis.report`)."""
 
+from typing import Any
+
 import streamlit as st
 
 from analysis.report.charts import CHART_SECTIONS
@@ -9,11 +11,12 @@ from analysis.report.run import load_report
 from analysis.report.sections import (
     NO_RECOMMENDATIONS,
     TITLES,
+    Chart,
     recommendations,
     saving_text,
     summary_lines,
 )
-from pages._ui import fmt_ms, fmt_pct, md, require_run
+from pages._ui import fmt_ms, fmt_pct, md, require_run, run_facts
 
 LABELS = {
     "html": "HTML (interactive, offline)",
@@ -22,10 +25,17 @@ LABELS = {
     "pdf": "PDF",
 }
 
+
+# A run never changes after ingest: built once per run from the facts the pages share (at
+# 512 ranks the reads alone take ~10 s), not on every render.
+@st.cache_resource(show_spinner="Building the report…", ttl=600, max_entries=4)
+def report_of(_store: object, run_id: str) -> tuple[dict[str, Any], dict[str, Chart]]:
+    return load_report(_store, run_id, run_facts(run_id))  # type: ignore[arg-type]
+
+
 s, run_id = require_run()
 st.title("Report")
-with st.spinner("Building the report…"):
-    doc, charts = load_report(s, run_id)
+doc, charts = report_of(s, run_id)
 
 st.caption("Download the whole report; every file holds the sections previewed below.")
 cols = st.columns(len(FORMATS))
