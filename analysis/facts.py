@@ -57,6 +57,11 @@ class Facts:
     def of(cls, evidence: RunEvidence) -> Facts:
         return cls(evidence.data, evidence.host, evidence.telemetry)
 
+    def with_spec(self, spec: DeviceSpec) -> Facts:
+        """The same frames against another device spec: nothing read again, the derived
+        values computed afresh."""
+        return Facts(self.data, self._host, self._telemetry, spec=spec)
+
     def memo(self, key: str, compute: Callable[[], T]) -> T:
         """A derived value computed once per run (several rules share it)."""
         if key not in self._memo:
@@ -189,10 +194,15 @@ class Facts:
         return max(int(self.per_step.groupby("rank").size().max()), 1)
 
     @cached_property
+    def step_times(self) -> pd.DataFrame:
+        """analysis.overview.step_times of the run: per step, the slowest rank's time."""
+        return step_times(self.steps, self.events)
+
+    @cached_property
     def profiled_step_ms(self) -> float:
         """Median step time on the trace's timeline (analysis.overview.step_times, slowest
         rank); the whole window without steps."""
-        times = step_times(self.steps, self.events)
+        times = self.step_times
         if len(times):
             return float(times["step_time_ms"].median())
         return float(self.per_step["window_ns"].max()) / 1e6 if len(self.per_step) else 0.0
@@ -207,6 +217,11 @@ class Facts:
     def per_step_ms(self, total_ns: float) -> float:
         """Time summed over all steps and ranks, as ms per step (per rank)."""
         return float(total_ns) / 1e6 / (self.windows * self.ranks)
+
+    @cached_property
+    def launch_stats(self) -> pd.DataFrame:
+        """analysis.breakdown.launch_stats of the run's GPU events."""
+        return bd.launch_stats(self.events)
 
     @cached_property
     def rank_shares(self) -> pd.DataFrame:

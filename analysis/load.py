@@ -9,10 +9,12 @@ recommendations also the host-side `HostData` and the run's `RunTelemetry`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -36,6 +38,7 @@ from data.telemetry_source import TelemetrySource, open_telemetry, run_samples
 
 # Other analysis modules name these through this module: they never import data.store.
 __all__ = ["DEFAULT_DATA_DIR", "Store"]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,37 +64,70 @@ class RunInfo:
         )
 
 
-@dataclass(frozen=True)
-class RunData:
+def _read(read: Callable[[Store, str], T]) -> cached_property[T]:
+    """An attribute read from the store (`read(store, run_id)`) on first access, then kept:
+    a page that needs a few of a run's frames does not wait for the rest (at 512 ranks all
+    of them take ~10 s to read)."""
+
+    def get(self: _Frames) -> T:
+        return read(self.store, self.run_id)
+
+    return cached_property(get)
+
+
+class _Frames:
+    """One run's frames in one store, each read on first use (a run never changes after
+    ingest, so late reads see what early ones would have)."""
+
+    def __init__(self, store: Store, run_id: str) -> None:
+        self.store, self.run_id = store, run_id
+
+
+class RunData(_Frames):
     """What every analysis of a run starts from (frames as data.reads* return them)."""
 
-    run: RunInfo
-    steps: pd.DataFrame  # data.reads.steps
-    events: pd.DataFrame  # data.reads.gpu_events: every kernel, memcpy and memset
-    ops: pd.DataFrame  # data.reads_roofline.launching_ops
-    tiled_gemm_launches: pd.DataFrame  # data.reads_roofline.tiled_gemm_launches
-    ceilings: pd.DataFrame  # data.reads_roofline.ceilings of the run's device
-    time_bases: pd.DataFrame  # data.reads_roofline.time_bases
+    def __init__(self, store: Store, run_id: str) -> None:
+        super().__init__(store, run_id)
+        self.run = RunInfo.of(store.run_summary(run_id))
+
+    steps = _read(reads.steps)
+    events = _read(reads.gpu_events)  # every kernel, memcpy and memset
+    ops = _read(reads_roofline.launching_ops)
+    tiled_gemm_launches = _read(reads_roofline.tiled_gemm_launches)
+    time_bases = _read(reads_roofline.time_bases)
+
+    @cached_property
+    def ceilings(self) -> pd.DataFrame:
+        """data.reads_roofline.ceilings of the run's device."""
+        return reads_roofline.ceilings(self.store, self.run.device_name)
 
 
-@dataclass(frozen=True)
-class HostData:
-    """The host side of a run, for the recommendation rules (data.reads_recommend)."""
+class HostData(_Frames):
+    """The host side of a run, for the recommendation rules (data.reads_recommend,
+    data.reads_host); `shaped`: op names whose calls are read with their shapes."""
 
-    syncs: pd.DataFrame
-    launches: pd.DataFrame
-    memcpys: pd.DataFrame
-    ranges: pd.DataFrame
-    memory_peaks: pd.DataFrame
-    collectives: pd.DataFrame
-    allocator_calls: pd.DataFrame
-    backward_ops: int
-    shaped_ops: pd.DataFrame  # the ops named in `load_host(shaped=…)`, with their shapes
-    step_host: pd.DataFrame  # data.reads_host.step_host: event counts, blocked time per step
-    pass_spans: pd.DataFrame  # data.reads_host.pass_spans: forward and backward per step
-    regions: pd.DataFrame  # data.reads_host.region_intervals
-    recomputed: pd.DataFrame  # data.reads_host.recomputed_forward
-    trace_metadata: pd.DataFrame  # data.reads_host.trace_metadata
+    def __init__(self, store: Store, run_id: str, shaped: tuple[str, ...] = ()) -> None:
+        super().__init__(store, run_id)
+        self.shaped = shaped
+
+    syncs = _read(reads_recommend.host_syncs)
+    launches = _read(reads_recommend.launch_calls)
+    memcpys = _read(reads_recommend.memcpys)
+    ranges = _read(reads_recommend.ranges)
+    memory_peaks = _read(reads_recommend.memory_peaks)
+    collectives = _read(reads_recommend.collectives)
+    allocator_calls = _read(reads_recommend.allocator_calls)
+    backward_ops = _read(reads_recommend.backward_op_count)
+    step_host = _read(reads_host.step_host)  # event counts, blocked time per step
+    pass_spans = _read(reads_host.pass_spans)  # forward and backward per step
+    regions = _read(reads_host.region_intervals)
+    recomputed = _read(reads_host.recomputed_forward)
+    trace_metadata = _read(reads_host.trace_metadata)
+
+    @cached_property
+    def shaped_ops(self) -> pd.DataFrame:
+        """The calls of the ops named in `shaped`, with their shapes."""
+        return reads_recommend.shaped_ops(self.store, self.run_id, self.shaped)
 
 
 @dataclass(frozen=True)
@@ -138,36 +174,12 @@ def resolve(data_dir: Path | str, ref: str) -> str:
 
 def load_run(store: Store, run_id: str) -> RunData:
     """The run's metadata, steps, GPU events, launching ops and what the roofline needs."""
-    run = RunInfo.of(store.run_summary(run_id))
-    return RunData(
-        run=run,
-        steps=reads.steps(store, run_id),
-        events=reads.gpu_events(store, run_id),
-        ops=reads_roofline.launching_ops(store, run_id),
-        tiled_gemm_launches=reads_roofline.tiled_gemm_launches(store, run_id),
-        ceilings=reads_roofline.ceilings(store, run.device_name),
-        time_bases=reads_roofline.time_bases(store, run_id),
-    )
+    return RunData(store, run_id)
 
 
 def load_host(store: Store, run_id: str, shaped: tuple[str, ...] = ()) -> HostData:
     """The host-side frames of a run; `shaped`: op names whose calls are read with shapes."""
-    return HostData(
-        syncs=reads_recommend.host_syncs(store, run_id),
-        launches=reads_recommend.launch_calls(store, run_id),
-        memcpys=reads_recommend.memcpys(store, run_id),
-        ranges=reads_recommend.ranges(store, run_id),
-        memory_peaks=reads_recommend.memory_peaks(store, run_id),
-        collectives=reads_recommend.collectives(store, run_id),
-        allocator_calls=reads_recommend.allocator_calls(store, run_id),
-        backward_ops=reads_recommend.backward_op_count(store, run_id),
-        shaped_ops=reads_recommend.shaped_ops(store, run_id, shaped),
-        step_host=reads_host.step_host(store, run_id),
-        pass_spans=reads_host.pass_spans(store, run_id),
-        regions=reads_host.region_intervals(store, run_id),
-        recomputed=reads_host.recomputed_forward(store, run_id),
-        trace_metadata=reads_host.trace_metadata(store, run_id),
-    )
+    return HostData(store, run_id, shaped)
 
 
 def load_telemetry(

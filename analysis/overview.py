@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from analysis import breakdown as bd
 from analysis.step_model import profiled_spans
 
 
@@ -59,18 +58,16 @@ def step_times(steps: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
 
 
 def overview(
-    rank_count: int, steps: pd.DataFrame, events: pd.DataFrame, kernels: pd.DataFrame
+    rank_count: int, per_step: pd.DataFrame, shares: dict[str, float], kernels: pd.DataFrame
 ) -> RunOverview:
-    """Headline numbers from the store's steps, GPU work (data.reads_timeline.gpu_work) and
-    kernel totals (data.reads.kernel_totals)."""
-    per_step = step_times(steps, events)
-    overall = bd.shares(bd.breakdown(events, steps)).iloc[-1:]
-    busy = overall["gpu_busy_pct"].iloc[0] if len(overall) else None
+    """Headline numbers from `step_times`' frame, the run's breakdown shares
+    (analysis.facts.Facts.shares, computed once per run) and the kernel totals
+    (data.reads.kernel_totals)."""
     return RunOverview(
         rank_count=rank_count,
         step_count=len(per_step),
         step_time_ms=float(per_step["step_time_ms"].median()) if len(per_step) else None,
-        gpu_busy_pct=None if busy is None or pd.isna(busy) else float(busy),
+        gpu_busy_pct=shares.get("gpu_busy_pct"),
         kernel_count=int(kernels["count"].sum()) if not kernels.empty else 0,
         kernel_time_ms=float(kernels["total_ns"].sum()) / 1e6 if not kernels.empty else 0.0,
     )

@@ -19,19 +19,21 @@ def ranks(store: Store, run_id: str) -> pd.DataFrame:
     """One row per rank: rank, world_size, rank_source, file_name, file_bytes, start_ns,
     end_ns, events_total, events_malformed, events_skipped, malformed_examples,
     kernel_count, device_name."""
+    # Each rank's counts from one GROUP BY each: a count per rank (a correlated subquery)
+    # scanned the run's GPU events once per rank (512 ranks: 0.47 s).
     return store.query(
         """
+        WITH k AS (SELECT rank, count(*) AS n FROM gpu_events
+                   WHERE run_id = $run AND kind = 'kernel' GROUP BY rank),
+             d AS (SELECT rank, any_value(name) AS name FROM devices
+                   WHERE run_id = $run GROUP BY rank)
         SELECT r.rank, r.world_size, r.rank_source, r.file_name, r.file_bytes, r.start_ns,
                r.end_ns, r.events_total, r.events_malformed, r.events_skipped,
-               r.malformed_examples,
-               (SELECT count(*) FROM gpu_events g
-                 WHERE g.run_id = r.run_id AND g.rank = r.rank AND g.kind = 'kernel')
-                   AS kernel_count,
-               (SELECT any_value(d.name) FROM devices d
-                 WHERE d.run_id = r.run_id AND d.rank = r.rank) AS device_name
-        FROM ranks r WHERE r.run_id = ? ORDER BY r.rank
+               r.malformed_examples, coalesce(k.n, 0) AS kernel_count, d.name AS device_name
+        FROM ranks r LEFT JOIN k USING (rank) LEFT JOIN d USING (rank)
+        WHERE r.run_id = $run ORDER BY r.rank
         """,
-        [run_id],
+        {"run": run_id},
     )
 
 

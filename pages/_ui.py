@@ -19,6 +19,7 @@ import pandas as pd
 import streamlit as st
 
 from analysis.facts import Facts, gather
+from analysis.specs import match_spec
 from analysis.text import clip, printable
 from data.cli_child import ingest_child, run_child
 from data.errors import DashError, DuplicateTraceError, error_text
@@ -97,8 +98,16 @@ def _facts(path: str, run_id: str) -> Facts:
     return gather(_store(path), run_id)
 
 
-def run_facts(run_id: str) -> Facts:
-    """One run's facts (analysis.facts), read once per server process and shared by pages."""
+@st.cache_resource(show_spinner="Modelling the run's work…", ttl=600, max_entries=4)
+def _facts_with_spec(path: str, run_id: str, spec_name: str) -> Facts:
+    return _facts(path, run_id).with_spec(match_spec(None, spec_name))
+
+
+def run_facts(run_id: str, spec_name: str | None = None) -> Facts:
+    """One run's facts (analysis.facts), read once per server process and shared by pages;
+    against the spec named `spec_name` when given (the Roofline page's override)."""
+    if spec_name is not None:
+        return _facts_with_spec(str(data_dir()), run_id, spec_name)
     return _facts(str(data_dir()), run_id)
 
 

@@ -4,16 +4,13 @@ of the same window when the run has telemetry (analysis/bandwidth.py)."""
 import streamlit as st
 
 from analysis import bandwidth as bw
-from analysis.facts import Facts
 from analysis.figures.bandwidth import bandwidth_figure
-from analysis.load import load_run, load_telemetry
-from pages._ui import fmt_pct, md, require_run
+from pages._ui import fmt_pct, md, require_run, run_facts
 
 s, run_id = require_run()
 run = s.run_summary(run_id)
 st.title("HBM bandwidth")
-data = load_run(s, run_id)
-facts = Facts(data)
+facts = run_facts(run_id)
 spec, work = facts.spec, facts.all_work
 if work.empty:
     st.info("This run has no GPU activity (a CPU-only trace): there is no bandwidth to show.")
@@ -31,8 +28,14 @@ st.caption(
 )
 
 buckets = st.slider("Time buckets", 50, 2000, 400, 50)
-samples = load_telemetry(s, run_id).samples
-series, gpm = bw.bandwidth_frames(work, samples, data.time_bases, peak, buckets)
+# Per run and bucket count, kept in the shared facts: recomputed on every render they cost
+# 4 s at 512 ranks.
+series, gpm = facts.memo(
+    f"page_bandwidth_{buckets}",
+    lambda: bw.bandwidth_frames(
+        work, facts.samples_around_run, facts.data.time_bases, peak, buckets
+    ),
+)
 st.plotly_chart(bandwidth_figure(series, gpm), width="stretch")
 if gpm.empty:
     st.caption("No telemetry for this run: NVML GPM DRAM_BW_UTIL samples appear here when "
@@ -45,7 +48,7 @@ c[1].metric("Peak bucket", fmt_pct(series["util_pct"].max() if peak else None))
 c[2].metric("Bytes moved", f"{series['bytes'].sum() / 1e9:,.1f} GB")
 
 st.subheader("Kernels that move the most bytes")
-movers = bw.kernel_bandwidth(work, peak)
+movers = facts.memo("page_kernel_bandwidth", lambda: bw.kernel_bandwidth(work, peak))
 st.dataframe(
     movers.assign(bytes=movers["bytes"] / 1e9),
     hide_index=True,

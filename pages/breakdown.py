@@ -99,7 +99,7 @@ if len(ranks) > 1:
     st.dataframe(by_metric.rename(columns=human_name), hide_index=True, width="stretch")
 
 st.subheader("Launches")
-launch = bd.launch_stats(events)
+launch = facts.launch_stats
 if picked is not None:
     launch = launch[launch["rank"] == picked]
 st.dataframe(

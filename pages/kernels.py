@@ -41,19 +41,23 @@ COLUMNS = {
 
 s, run_id = require_run()
 st.title("Kernels")
-work = run_facts(run_id).all_work
-kernels = kernel_table(work, load_launch_configs(s, run_id))
+facts = run_facts(run_id)
+work = facts.all_work
+# Per run, kept in the shared facts: recomputed on every render they cost 4 s at 512 ranks.
+kernels = facts.memo(
+    "page_kernel_table", lambda: kernel_table(work, load_launch_configs(s, run_id))
+)
 if kernels.empty:
     st.info("This run has no GPU kernels (a CPU-only trace).")
     st.stop()
-classes = tensor_core_use(work)
+classes = facts.memo("page_tensor_core_use", lambda: tensor_core_use(work))
 c = st.columns(4)
 c[0].metric("Kernel names", f"{len(kernels):,}")
 c[1].metric("Kernel launches", f"{int(kernels['calls'].sum()):,}")
 c[2].metric("Kernel time", fmt_ms(float(kernels["total_ms"].sum())))
 c[3].metric(
     "On tensor cores",
-    fmt_pct(tensor_core_share_pct(work)),
+    fmt_pct(facts.memo("page_tensor_core_pct", lambda: tensor_core_share_pct(work))),
     help="Share of kernel time in tensor-core kernels (GEMM, convolution, attention), "
     "read from the kernel names",
 )

@@ -2,6 +2,7 @@
 self and total time, the GPU time of what they launched, FLOPs and the achieved rate where
 modelled (analysis/operators.py); select a row for the kernels behind it."""
 
+import pandas as pd
 import streamlit as st
 
 from analysis.load import load_cpu_slices
@@ -46,6 +47,19 @@ def tree_of(_store: object, run_id: str) -> OpTree:
     return op_tree(load_cpu_slices(_store, run_id), run_facts(run_id).all_work)  # type: ignore[arg-type]
 
 
+def grouped(tree: OpTree, calls: pd.DataFrame, by: str) -> pd.DataFrame:
+    """The table of `calls` (some of `tree`'s) grouped `by` op and shapes, module or
+    annotation."""
+    return operator_table(calls) if by == "op" else scope_table(OpTree(calls, tree.scopes), by)
+
+
+# The unfiltered tables, per run and grouping: recomputed on every render they cost ~2 s at
+# 512 ranks (6 M op calls).
+@st.cache_resource(show_spinner=False, ttl=600, max_entries=12)
+def table_of(_tree: OpTree, run_id: str, by: str) -> pd.DataFrame:
+    return grouped(_tree, _tree.calls, by)
+
+
 s, run_id = require_run()
 st.title("Operators")
 tree = tree_of(s, run_id)
@@ -58,19 +72,14 @@ by = GROUPS[left.radio("Group by", list(GROUPS), horizontal=True)]
 needle = right.text_input("Filter by op name", placeholder="e.g. aten::mm")
 if needle:
     calls = calls[calls["name"].astype(str).str.contains(needle, case=False, regex=False)]
-
-if by == "op":
-    table = operator_table(calls)
-else:
-    present = tree.has_modules if by == "module" else tree.has_annotations
-    if not present:
-        st.info(
-            "This trace names no nn.Module (record with `with_modules=True` or `with_stack=True`)."
-            if by == "module"
-            else "This trace has no user annotations besides the ProfilerSteps "
-            "(`torch.profiler.record_function`, or the scopes Lightning and HF emit)."
-        )
-    table = scope_table(OpTree(calls, tree.scopes), by)
+if by != "op" and not (tree.has_modules if by == "module" else tree.has_annotations):
+    st.info(
+        "This trace names no nn.Module (record with `with_modules=True` or `with_stack=True`)."
+        if by == "module"
+        else "This trace has no user annotations besides the ProfilerSteps "
+        "(`torch.profiler.record_function`, or the scopes Lightning and HF emit)."
+    )
+table = grouped(tree, calls, by) if needle else table_of(tree, run_id, by)
 gpu_ms = float(calls["gpu_ns"].sum()) / 1e6
 st.caption(
     f"{len(calls):,} op calls, {len(table):,} rows; the ops launched {gpu_ms:,.3f} ms of GPU "

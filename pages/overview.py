@@ -6,7 +6,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from analysis.overview import overview, step_times, top_kernels
+from analysis.overview import overview, top_kernels
 from analysis.ranks import spread
 from analysis.step_model import BASIS
 from analysis.text import fmt_bytes
@@ -37,9 +37,9 @@ st.caption(
 )
 
 facts = run_facts(run_id)
-steps, events = facts.steps, facts.events
 kernels = reads.kernel_totals(s, run_id)
-ov = overview(int(run["rank_count"]), steps, events, kernels)
+per_step = facts.step_times
+ov = overview(int(run["rank_count"]), per_step, facts.shares, kernels)
 devices = reads.devices(s, run_id)
 if devices.empty:
     st.markdown("**CPU only**: the trace has no GPU device properties")
@@ -99,7 +99,6 @@ if run["events_malformed"]:
         icon="⚠️",
     )
 
-per_step = step_times(steps, events)
 if not per_step.empty:
     st.subheader("Steps")
     fig = go.Figure()

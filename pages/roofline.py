@@ -9,11 +9,9 @@ import pandas as pd
 import streamlit as st
 
 from analysis import roofline as rf
-from analysis.facts import Facts
 from analysis.figures.roofline import roofline_figure
-from analysis.load import load_run
 from analysis.specs import PRECISIONS, match_spec, spec_names
-from pages._ui import fmt_pct, md, require_run
+from pages._ui import fmt_pct, md, require_run, run_facts
 
 GROUPS = {"op class": "op_class", "op": "op_name", "kernel class": "kernel_class", "kernel": "name"}
 
@@ -26,9 +24,7 @@ choice = st.sidebar.selectbox(
     help="Override when the trace's device name is missing or wrong (e.g. a power-capped card)",
 )
 matched = match_spec(run["device_name"])
-facts = Facts(
-    load_run(s, run_id), spec=None if choice.startswith("(") else match_spec(None, choice)
-)
+facts = run_facts(run_id, None if choice.startswith("(") else choice)
 if facts.all_work.empty:
     st.info("This run has no GPU activity (a CPU-only trace): there is no roofline to draw.")
     st.stop()
@@ -55,7 +51,12 @@ if tokens is None and rf.TOKENS_TAG in tags:
         f"Tag {rf.TOKENS_TAG}={md(tags[rf.TOKENS_TAG])} is not a positive number of tokens: "
         "no tokens/s."
     )
-m = rf.run_compute_metrics(work, facts.steps, spec, tokens_per_step=tokens)
+# Per run and choice, kept in the shared facts: recomputed on every render they cost
+# seconds at 512 ranks (1.4 M GPU events).
+m = facts.memo(
+    f"page_compute_metrics_{tokens}",
+    lambda: rf.run_compute_metrics(work, facts.steps, spec, tokens_per_step=tokens),
+)
 c = st.columns(5)
 achieved = m["achieved_tflops"]
 c[0].metric(
@@ -80,7 +81,7 @@ c[4].metric(
 linked = st.query_params.get_all("ops")
 left, mid, right = st.columns(3)
 by = GROUPS[left.selectbox("Points per", list(GROUPS), index=1 if linked else 0)]
-rows = rf.roofline_table(work, spec, measured, by)
+rows = facts.memo(f"page_roofline_{by}", lambda: rf.roofline_table(work, spec, measured, by))
 # Only the precisions with a point: a copy's or an unmodelled op's precision draws nothing.
 precisions = sorted(set(rows.loc[rows["flops"] > 0, "precision"]) - {""})
 picked = mid.multiselect("Precision", precisions, default=precisions)

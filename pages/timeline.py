@@ -14,6 +14,7 @@ import streamlit as st
 
 from analysis import timeline_view as tv
 from analysis.load import (
+    Store,
     load_explore_window,
     load_kernel_links,
     load_lanes,
@@ -29,9 +30,22 @@ SEARCH_HITS = 200
 OP_KERNELS = 500
 HIT_MARGIN = 4.0  # a search hit opens a window this many times its duration wide
 
+
+# A run never changes after ingest: its lanes and step marks are read once, not on every
+# render (each read scans the run's events).
+@st.cache_data(show_spinner=False, ttl=600, max_entries=8)
+def lanes_of(_store: Store, run_id: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The run's GPU streams, CPU threads and step marks."""
+    return (
+        load_lanes(_store, run_id),
+        load_threads(_store, run_id),
+        load_step_marks(_store, run_id),
+    )
+
+
 s, run_id = require_run()
 st.title("Timeline")
-streams, threads = load_lanes(s, run_id), load_threads(s, run_id)
+streams, threads, marks = lanes_of(s, run_id)
 if streams.empty and threads.empty:
     st.info("This run holds no CPU slices and no GPU activity: there is nothing to draw.")
     st.stop()
@@ -39,7 +53,6 @@ lanes = tv.lane_table(threads, streams)
 firsts = [int(f["first_ns"].min()) for f in (streams, threads) if len(f)]
 lasts = [int(f["last_ns"].max()) for f in (streams, threads) if len(f)]
 origin, end = min(firsts), max(lasts)
-marks = load_step_marks(s, run_id)
 key = f"tl_{run_id}"
 state = st.session_state.setdefault(
     f"tl_state_{run_id}", {"t0": origin, "t1": end, "answers": 0, "view_id": 0, "sel": None}

@@ -27,7 +27,6 @@ import pandas as pd
 from analysis import breakdown as bd
 from analysis import roofline
 from analysis.facts import Facts
-from analysis.overview import step_times
 from analysis.rank_metrics import rank_compute_metrics, rank_step_ms
 from analysis.ranks import rank_positions, rows_of
 from analysis.rules.recommend import recommend
@@ -159,7 +158,7 @@ def _document(
         }
     )
     windows = windows.drop(columns=[c for c in bd.STEP_COLUMNS if c.endswith("_ns")])
-    launch = bd.launch_stats(events)
+    launch = facts.launch_stats
     return {
         "run": {
             "id": run.run_id,
@@ -172,7 +171,7 @@ def _document(
                 **_metrics(
                     int((events["kind"] == "kernel").sum()),
                     int(events.loc[events["kind"] == "kernel", "dur_ns"].sum()),
-                    list(step_times(steps, events)["step_time_ms"]),
+                    list(facts.step_times["step_time_ms"]),
                     overall_share.iloc[0] if len(overall_share) else None,
                     compute.get(None, {}),
                 ),
