@@ -112,6 +112,7 @@ function niceStep(span) {
 }
 function fmtMs(us) {
   const ms = us / 1000, a = Math.abs(ms);
+  if (a === 0) return "0";
   return a >= 100 ? ms.toFixed(0) : a >= 1 ? ms.toFixed(2) : ms.toFixed(4);
 }
 let charPx = 0;  // the font's mean character width: measuring each label cost 0.3 s a frame
