@@ -33,6 +33,8 @@ _SLICES = """
     FROM runtime_calls WHERE run_id = $run
 """
 
+_PICKED = "($ranks IS NULL OR list_contains($ranks, rank))"  # the picked ranks (NULL: all)
+
 
 def threads(store: Store, run_id: str) -> pd.DataFrame:
     """One row per (rank, pid, tid) with CPU slices: rank, pid, tid, slices, first_ns,
@@ -48,33 +50,47 @@ def threads(store: Store, run_id: str) -> pd.DataFrame:
 
 
 def window_slice_counts(
-    store: Store, run_id: str, t0_ns: int, t1_ns: int, min_dur_ns: int
+    store: Store,
+    run_id: str,
+    t0_ns: int,
+    t1_ns: int,
+    min_dur_ns: int,
+    ranks: list[int] | None = None,
 ) -> tuple[int, int]:
-    """(all CPU slices, those at least `min_dur_ns` long) that overlap [t0, t1)."""
+    """(all CPU slices, those at least `min_dur_ns` long) that overlap [t0, t1) (of `ranks`
+    only, when given)."""
     row = store.query(
         f"""
         SELECT count(*) AS n, count(*) FILTER (WHERE dur_ns >= $min) AS long FROM ({_SLICES})
-        WHERE ts_ns < $t1 AND ts_ns + dur_ns > $t0
+        WHERE ts_ns < $t1 AND ts_ns + dur_ns > $t0 AND {_PICKED}
         """,
-        {"run": run_id, "t0": t0_ns, "t1": t1_ns, "min": min_dur_ns},
+        {"run": run_id, "t0": t0_ns, "t1": t1_ns, "min": min_dur_ns, "ranks": ranks},
     ).iloc[0]
     return int(row["n"]), int(row["long"])
 
 
 def window_slices(
-    store: Store, run_id: str, t0_ns: int, t1_ns: int, min_dur_ns: int, limit: int
+    store: Store,
+    run_id: str,
+    t0_ns: int,
+    t1_ns: int,
+    min_dur_ns: int,
+    limit: int,
+    ranks: list[int] | None = None,
 ) -> pd.DataFrame:
-    """The CPU slices at least `min_dur_ns` long overlapping [t0, t1), the longest `limit`:
-    kind, rank, pid, tid, ts_ns, dur_ns, name (categorical), link."""
+    """The CPU slices at least `min_dur_ns` long overlapping [t0, t1) (of `ranks` only, when
+    given), the longest `limit`: kind, rank, pid, tid, ts_ns, dur_ns, name (categorical),
+    link."""
     return store.query(
         f"""
         SELECT * FROM ({_SLICES})
-        WHERE ts_ns < $t1 AND ts_ns + dur_ns > $t0 AND dur_ns >= $min
+        WHERE ts_ns < $t1 AND ts_ns + dur_ns > $t0 AND dur_ns >= $min AND {_PICKED}
         ORDER BY dur_ns DESC LIMIT $limit
         """,
-        {"run": run_id, "t0": t0_ns, "t1": t1_ns, "min": min_dur_ns, "limit": limit},
+        {"run": run_id, "t0": t0_ns, "t1": t1_ns, "min": min_dur_ns, "limit": limit,
+         "ranks": ranks},
         categorical=("name",),
-    )
+    )  # fmt: skip
 
 
 def kernel_links(store: Store, run_id: str, rank: int, correlation: int) -> pd.DataFrame:
@@ -113,11 +129,13 @@ def op_kernels(store: Store, run_id: str, rank: int, external_id: int, limit: in
     )
 
 
-def search(store: Store, run_id: str, needle: str, limit: int) -> pd.DataFrame:
-    """Slices whose name contains `needle` (any case), GPU activities and CPU slices, first
-    `limit` by time: lane ('gpu' or 'cpu'), kind, rank, pid, tid (stream on the GPU), ts_ns,
-    dur_ns, name, link (correlation of a GPU activity or runtime call, External id of an op),
-    matches (how many there are in all)."""
+def search(
+    store: Store, run_id: str, needle: str, limit: int, ranks: list[int] | None = None
+) -> pd.DataFrame:
+    """Slices whose name contains `needle` (any case), GPU activities and CPU slices (of
+    `ranks` only, when given), first `limit` by time: lane ('gpu' or 'cpu'), kind, rank, pid,
+    tid (stream on the GPU), ts_ns, dur_ns, name, link (correlation of a GPU activity or
+    runtime call, External id of an op), matches (how many there are in all)."""
     return store.query(
         f"""
         WITH hits AS (
@@ -128,7 +146,8 @@ def search(store: Store, run_id: str, needle: str, limit: int) -> pd.DataFrame:
             SELECT 'cpu', kind, rank, pid, tid, ts_ns, dur_ns, name, link
             FROM ({_SLICES}) WHERE contains(lower(name), lower($q))
         )
-        SELECT *, count(*) OVER () AS matches FROM hits ORDER BY ts_ns LIMIT $limit
+        SELECT *, count(*) OVER () AS matches FROM hits WHERE {_PICKED}
+        ORDER BY ts_ns LIMIT $limit
         """,
-        {"run": run_id, "q": needle, "limit": limit},
+        {"run": run_id, "q": needle, "limit": limit, "ranks": ranks},
     )

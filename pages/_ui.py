@@ -240,6 +240,29 @@ def rank_picker(ranks: list[int], key: str, outliers: list[int]) -> int | None:
     return picked
 
 
+SHOWN_RANKS = 8  # the lanes of this many ranks by default, above MANY_RANKS
+
+
+def ranks_picker(ranks: list[int], key: str) -> list[int] | None:
+    """The ranks whose lanes to draw on a run of more than MANY_RANKS ranks (the first
+    SHOWN_RANKS unless the user picks others, at most MANY_RANKS); None for a smaller run:
+    every rank is drawn. Stops the page when none is picked."""
+    if len(ranks) <= MANY_RANKS:
+        return None
+    picked: list[int] = st.multiselect(
+        f"Ranks (of {len(ranks)})",
+        ranks,
+        default=ranks[: min(SHOWN_RANKS, MANY_RANKS)],
+        max_selections=MANY_RANKS,
+        key=key,
+        help="Each rank's CPU threads and GPU streams are lanes; a few ranks stay readable.",
+    )
+    if not picked:
+        st.info("Pick at least one rank.")
+        st.stop()
+    return sorted(picked)
+
+
 def fmt_ms(v: float | None) -> str:
     """Milliseconds with sensible precision, or an em dash."""
     if v is None:

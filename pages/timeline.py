@@ -24,7 +24,7 @@ from analysis.load import (
     load_threads,
 )
 from pages._timeline_component import timeline
-from pages._ui import require_run
+from pages._ui import ranks_picker, require_run
 
 SEARCH_HITS = 200
 OP_KERNELS = 500
@@ -49,10 +49,13 @@ streams, threads, marks = lanes_of(s, run_id)
 if streams.empty and threads.empty:
     st.info("This run holds no CPU slices and no GPU activity: there is nothing to draw.")
     st.stop()
-lanes = tv.lane_table(threads, streams)
 firsts = [int(f["first_ns"].min()) for f in (streams, threads) if len(f)]
 lasts = [int(f["last_ns"].max()) for f in (streams, threads) if len(f)]
-origin, end = min(firsts), max(lasts)
+origin, end = min(firsts), max(lasts)  # the whole run's: the same axis for any ranks picked
+picked = ranks_picker(sorted({*streams["rank"], *threads["rank"]}), f"tl_ranks_{run_id}")
+if picked is not None:
+    streams, threads = streams[streams["rank"].isin(picked)], threads[threads["rank"].isin(picked)]
+lanes = tv.lane_table(threads, streams)
 key = f"tl_{run_id}"
 state = st.session_state.setdefault(
     f"tl_state_{run_id}", {"t0": origin, "t1": end, "answers": 0, "view_id": 0, "sel": None}
@@ -83,7 +86,7 @@ needle = st.text_input(
     "Search by name", key=f"tl_search_{run_id}", placeholder="e.g. nvjet, aten::mm"
 )
 if needle:
-    hits = load_search(s, run_id, needle, SEARCH_HITS)
+    hits = load_search(s, run_id, needle, SEARCH_HITS, picked)
     total = int(hits["matches"].iloc[0]) if len(hits) else 0
     if not total:
         st.caption("No slice has that in its name.")
@@ -122,7 +125,7 @@ def view() -> None:
         state["t0"] = origin + int(float(value["t0"]) * 1e3)
         state["t1"] = origin + max(int(float(value["t1"]) * 1e3), state["t0"] - origin + 1)
         state["sel"] = value.get("sel")
-    w = load_explore_window(s, run_id, len(streams), state["t0"], state["t1"])
+    w = load_explore_window(s, run_id, len(streams), state["t0"], state["t1"], ranks=picked)
     sel, linked = state["sel"], None
     if sel and sel.get("link", -1) >= 0:
         if sel["lane"] == "gpu" or sel["kind"] == "runtime":

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from analysis.timeline import MAX_SHAPES, MAX_SPEC_BYTES
 from collectors.ingest import ingest
 from helpers.paths import REPO
 
@@ -41,6 +44,15 @@ def open_page(page: str, run_id: str | None = None) -> AppTest:
     at.switch_page(page).run()
     assert not at.exception, at.exception
     return at
+
+
+def timeline_payload(at: AppTest) -> dict[str, Any]:
+    """What the Timeline page hands its browser component, within its size caps."""
+    spec = at.get("component_instance")[0].proto.json_args
+    assert len(spec.encode()) <= MAX_SPEC_BYTES
+    p: dict[str, Any] = json.loads(spec)["payload"]
+    assert p["shapes"] <= MAX_SHAPES
+    return p
 
 
 _ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")

@@ -7,17 +7,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 from urllib.parse import parse_qs
 
 import pytest
-from helpers.pages import open_page, page_runs
+from helpers.pages import open_page, page_runs, timeline_payload
 from helpers.paths import SAMPLES, TEST_DATA, fixture
 from helpers.raw_ops import raw_link, raw_name_matches, raw_op_kernels, raw_ops
 from helpers.raw_trace import raw_rank
 from streamlit.testing.v1 import AppTest
-
-from analysis.timeline import MAX_SHAPES, MAX_SPEC_BYTES
 
 NAIVE = fixture("h200/train_gpt2_fp32_naive.pt.trace.json.gz")  # 6 k GPU, 29 k CPU slices
 LARGEST = fixture("h200/hf_llama_generate_b4.pt.trace.json.gz")  # 38 k GPU activities
@@ -28,14 +25,6 @@ CPU_ONLY = TEST_DATA / "cpu_mlp.pt.trace.json.gz"
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[Path, str]]:
     yield from page_runs(tmp_path_factory, (NAIVE, LARGEST, DDP, CPU_ONLY))
-
-
-def payload(at: AppTest) -> dict[str, Any]:
-    spec = at.get("component_instance")[0].proto.json_args
-    assert len(spec.encode()) <= MAX_SPEC_BYTES
-    p: dict[str, Any] = json.loads(spec)["payload"]
-    assert p["shapes"] <= MAX_SHAPES
-    return p
 
 
 def zoom(
@@ -49,7 +38,7 @@ def zoom(
 
 def test_the_whole_run_holds_every_gpu_activity_and_the_threads(runs: dict[Path, str]) -> None:
     at = open_page("pages/timeline.py", runs[NAIVE])
-    p = payload(at)
+    p = timeline_payload(at)
     raw = raw_rank(NAIVE)
     assert f"{raw.kernels + raw.memcpy + raw.memset:,} GPU activities" in p["status"]
     kinds = [lane["kind"] for lane in p["lanes"]]
@@ -66,10 +55,10 @@ def test_a_large_run_stays_within_the_cap_until_the_window_is_narrow(
     runs: dict[Path, str],
 ) -> None:
     at = open_page("pages/timeline.py", runs[LARGEST])
-    p = payload(at)
+    p = timeline_payload(at)
     assert p["grid"] is not None  # 38 k activities: a busy grid behind the longest
     zoom(at, runs[LARGEST], p["span"][1] / 2, p["span"][1] / 2 + 2_000.0, 1)
-    narrow = payload(at)
+    narrow = timeline_payload(at)
     assert narrow["window"] == pytest.approx([p["span"][1] / 2, p["span"][1] / 2 + 2_000], abs=1e-3)
     assert narrow["answers"] == 1
     assert narrow["status"].endswith("in the window, each drawn")
@@ -78,7 +67,7 @@ def test_a_large_run_stays_within_the_cap_until_the_window_is_narrow(
 
 def test_selecting_a_kernel_links_its_launch_and_op(runs: dict[Path, str]) -> None:
     at = open_page("pages/timeline.py", runs[NAIVE])
-    p = payload(at)
+    p = timeline_payload(at)
     g = p["gpu"]
     i = max(range(len(g["lane"])), key=lambda k: g["dur"][k])  # the longest kernel
     sel = {"lane": "gpu", "kind": "gpu", "rank": 0, "link": g["link"][i], "ts": g["ts"][i],
@@ -90,7 +79,7 @@ def test_selecting_a_kernel_links_its_launch_and_op(runs: dict[Path, str]) -> No
     assert linked.loc["launch", "name"] == raw.launch
     assert linked.loc["op", "name"] == raw.op
     assert json.loads(linked.loc["op", "input shapes"]) == json.loads(raw.op_dims)
-    links = payload(at)["highlight"]
+    links = timeline_payload(at)["highlight"]
     assert len(links["boxes"]) == 3
     assert len(links["flows"]) == 1  # launch -> kernel
     assert links["flows"][0]["to_ts"] == g["ts"][i]
@@ -98,10 +87,10 @@ def test_selecting_a_kernel_links_its_launch_and_op(runs: dict[Path, str]) -> No
 
 def test_selecting_an_op_lists_its_kernels(runs: dict[Path, str]) -> None:
     at = open_page("pages/timeline.py", runs[NAIVE])
-    whole = payload(at)
+    whole = timeline_payload(at)
     # short ops are drawn once the window is narrow: 20 ms in the middle of the run
     zoom(at, runs[NAIVE], whole["span"][1] / 2, whole["span"][1] / 2 + 20_000, 1)
-    p = payload(at)
+    p = timeline_payload(at)
     c = p["cpu"]
     ops = [
         k for k in range(len(c["lane"]))
@@ -114,7 +103,7 @@ def test_selecting_an_op_lists_its_kernels(runs: dict[Path, str]) -> None:
     zoom(at, runs[NAIVE], *p["window"], seq=2, sel=sel)
     kernels = at.dataframe[0].value
     assert dict(kernels["name"].value_counts()) == dict(raw_op_kernels(NAIVE)[c["link"][k]])
-    assert len(payload(at)["highlight"]["boxes"]) == len(kernels)
+    assert len(timeline_payload(at)["highlight"]["boxes"]) == len(kernels)
 
 
 def test_search_counts_and_outlines_the_matches(runs: dict[Path, str]) -> None:
@@ -122,9 +111,9 @@ def test_search_counts_and_outlines_the_matches(runs: dict[Path, str]) -> None:
     at.text_input[0].set_value("softmax").run()
     hits = next(b for b in at.selectbox if "slices match" in b.label)
     assert hits.label.startswith(f"{raw_name_matches(NAIVE, 'softmax'):,} slices match")
-    assert payload(at)["search"] == "softmax"
+    assert timeline_payload(at)["search"] == "softmax"
     hits.set_value(0).run()
-    p = payload(at)
+    p = timeline_payload(at)
     assert p["selected"]["name"].lower().find("softmax") >= 0
     assert p["window"][1] - p["window"][0] < p["span"][1] / 10  # it opened on the hit
 
@@ -142,11 +131,11 @@ def test_a_recommendation_link_opens_its_window_and_outlines_its_kernels(
     at.switch_page("pages/timeline.py").run()
     assert not at.exception
     assert "behind the recommendation fused-attention" in at.caption[0].value
-    assert payload(at)["highlight"]["names"] == [name[:59] + "…"]
+    assert timeline_payload(at)["highlight"]["names"] == [name[:59] + "…"]
 
 
 def test_every_rank_has_its_threads_above_its_streams(runs: dict[Path, str]) -> None:
-    p = payload(open_page("pages/timeline.py", runs[DDP]))
+    p = timeline_payload(open_page("pages/timeline.py", runs[DDP]))
     ranks = [(lane["rank"], lane["kind"]) for lane in p["lanes"]]
     assert sorted({r for r, _ in ranks}) == [0, 1]
     for rank in (0, 1):
@@ -157,7 +146,7 @@ def test_every_rank_has_its_threads_above_its_streams(runs: dict[Path, str]) -> 
 
 
 def test_a_cpu_only_run_shows_its_threads(runs: dict[Path, str]) -> None:
-    p = payload(open_page("pages/timeline.py", runs[CPU_ONLY]))
+    p = timeline_payload(open_page("pages/timeline.py", runs[CPU_ONLY]))
     assert {lane["kind"] for lane in p["lanes"]} == {"cpu"}
     assert p["gpu"]["lane"] == []
     assert "0 GPU activities" in p["status"]
