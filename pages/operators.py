@@ -87,11 +87,14 @@ st.caption(
     "Roofline page's work models. Select a row for the kernels behind it."
 )
 table = table.assign(flops=table["flops"] / 1e9)
+# The share of GPU time beside the name: at 1400 px the last columns are off the page.
+lead = [c for c in ("name", "input_dims", "scope", "gpu_share_pct") if c in table]
 picked = st.dataframe(
     table,
     hide_index=True,
     width="stretch",
     column_config=COLUMNS,
+    column_order=[*lead, *(c for c in table if c not in lead)],
     on_select="rerun",
     selection_mode="single-row",
     key=f"ops_{by}",
