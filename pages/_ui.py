@@ -186,12 +186,12 @@ def selected_run(s: Store) -> str | None:
 
 
 def run_labels(runs: Any) -> dict[str, str]:
-    """run id -> 'name · ingested 2026-12-01 12:22 UTC · id' for a run picker (data.store.
-    Store.runs' frame); an option is plain text (no Markdown), cut and without control
-    characters."""
-    when = pd.to_datetime(runs["ingested_at_ns"], unit="ns", utc=True).dt.strftime("%Y-%m-%d %H:%M")
+    """run id -> 'name · 12-01 12:22 · e7e3e0' (ingested, UTC; the id's random part) for a
+    run picker (data.store.Store.runs' frame): short, since the sidebar cuts it at ~40
+    characters; an option is plain text (no Markdown), cut and without control characters."""
+    when = pd.to_datetime(runs["ingested_at_ns"], unit="ns", utc=True).dt.strftime("%m-%d %H:%M")
     return {
-        str(i): f"{printable(clip(str(n), 80))} · ingested {w} UTC · {i}"
+        str(i): f"{printable(clip(str(n), 80))} · {w} · {str(i).rsplit('-', 1)[-1]}"
         for n, i, w in zip(runs["name"], runs["run_id"], when, strict=True)
     }
 
