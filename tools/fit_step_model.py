@@ -20,12 +20,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tools.validation import evaluate as ev
+from tools.validation.step_errors import step_error_summary, step_errors
 
 
 def main() -> None:
     workloads = ev.summary()
     facts_of = ev.scratch_store(Path(sys.argv[1]) if len(sys.argv) > 1 else None, workloads)
-    errors = ev.step_errors(facts_of, workloads)
+    errors = step_errors(facts_of, workloads)
     per_op = [
         (e.model.host_profiled_ms - e.measured_ms) * 1e6 / e.model.cpu_ops
         for e in errors
@@ -38,7 +39,7 @@ def main() -> None:
         print(f"  {e.workload:36s} {e.half:9s} {'host-bound' if e.host_bound else '':10s} "
               f"modelled {e.modelled_ms:8.2f} measured {e.measured_ms:8.2f} ms "
               f"({100 * (e.modelled_ms - e.measured_ms) / e.measured_ms:+.0f} %)")  # fmt: skip
-    print(ev.step_error_summary(errors))
+    print(step_error_summary(errors))
 
 
 if __name__ == "__main__":

@@ -125,12 +125,17 @@ def pretokenized(vocab: int, seq: int, batch: int) -> Callable[[], torch.Tensor]
 
 
 def bert_mlm(
-    ctx: Ctx, attn: str, size: tuple[int, int, int, int, int] = BERT_SMALL, graphs: bool = False
+    ctx: Ctx,
+    attn: str,
+    size: tuple[int, int, int, int, int] = BERT_SMALL,
+    graphs: bool = False,
+    compiled: bool = False,
 ) -> Workload:
     """BERT masked-LM training (bidirectional attention), bf16 autocast; vocab padded to a
     multiple of 64 so that only the attention differs from a tuned run. `size`: layers,
     hidden size, heads, sequence, batch on the GPU machine. graphs=True: the forward and
-    backward captured by torch.cuda.make_graphed_callables (dropout included) and replayed."""
+    backward captured by torch.cuda.make_graphed_callables (dropout included) and replayed;
+    compiled=True: the model torch.compile'd (training.prepared)."""
     from transformers import BertConfig, BertForMaskedLM
 
     layers, d, heads, seq, batch = ctx.pick(size, (2, 64, 4, 32, 2))
@@ -147,11 +152,13 @@ def bert_mlm(
     model = BertForMaskedLM(cfg).to(ctx.device)
     x = torch.randint(0, vocab, (batch, seq), device=ctx.device)
     labels = torch.where(torch.rand(x.shape, device=ctx.device) < 0.15, x, -100)
-    loss_of: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = _MlmLoss(model, ctx)
+    loss_of: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = _MlmLoss(
+        prepared(model, compiled=compiled), ctx
+    )
     if graphs and ctx.cuda:
         loss_of = torch.cuda.make_graphed_callables(loss_of, (x, labels))
     step = train(ctx, model, lambda b: loss_of(*b), static((x, labels)))
-    notes = {"layers": layers, "attn": attn, "batch": batch, "graphs": graphs}
+    notes = {"layers": layers, "attn": attn, "batch": batch, "graphs": graphs, "compiled": compiled}
     return Workload(loop(step), batch * seq, "tokens", notes)
 
 

@@ -1,0 +1,96 @@
+"""The unprofiled step of every validation run three ways: the recorder's median of 20 steps
+(measured), the hook's median of its unprofiled steps, and the profiler-overhead model's (no
+hook, no tag), per half (tools/validation/evaluate.HALVES). Used by benchmarks/bench_validation.py
+and tools/fit_step_model.py.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from analysis.facts import Facts
+from analysis.step_model import HOOK_KEY, StepModel, hook_ms, step_model
+from tools.validation.evaluate import HALVES, unprofiled_ms
+
+
+@dataclass(frozen=True)
+class StepError:
+    """One run's unprofiled step three ways: the recorder's median of 20 steps (measured),
+    the hook's median of its unprofiled steps, and the profiler-overhead model's."""
+
+    workload: str
+    half: str
+    host_bound: bool  # GPU time under HOST_BOUND_SHARE of the step, no sync in it
+    measured_ms: float
+    hook_ms: float | None
+    modelled_ms: float
+    model: StepModel  # the modelled one (no hook, no tag)
+
+
+HOST_BOUND_SHARE = 0.85
+
+
+def _without_hook(metadata: str | None) -> str | None:
+    if not metadata:
+        return metadata
+    d = json.loads(metadata)
+    d.pop(HOOK_KEY, None)
+    return json.dumps(d)
+
+
+def step_errors(facts_of: Callable[[str], Facts], workloads: dict[str, Any]) -> list[StepError]:
+    """Every run with steps: measured, hook and modelled unprofiled step."""
+    out = []
+    for key, w in sorted(workloads.items()):
+        if w.get("status") != "ok":
+            continue
+        f = facts_of(key)
+        h = f.host
+        meta = h.trace_metadata
+        bare = meta.assign(trace_metadata=meta["trace_metadata"].map(_without_hook))
+        model = step_model(f.steps, f.events, h.step_host, bare, {})
+        if model is None:
+            continue
+        measured = unprofiled_ms(w)
+        out.append(
+            StepError(
+                workload=key,
+                half=HALVES.get(w["pair"], "unassigned"),
+                host_bound=model.gpu_ms < HOST_BOUND_SHARE * measured
+                and not h.step_host["syncs"].any(),
+                measured_ms=measured,
+                hook_ms=hook_ms(meta),
+                modelled_ms=model.unprofiled_ms,
+                model=model,
+            )
+        )
+    return out
+
+
+def step_error_summary(errors: list[StepError]) -> str:
+    """Per half: the modelled and the hook's unprofiled step against the measured one."""
+
+    def pct(a: float, b: float) -> float:
+        return abs(100 * (a - b) / b)
+
+    lines = []
+    for half in ("tune", "held-out"):
+        e = [x for x in errors if x.half == half]
+        if not e:
+            continue
+        model = [pct(x.modelled_ms, x.measured_ms) for x in e]
+        hb = [pct(x.modelled_ms, x.measured_ms) for x in e if x.host_bound]
+        hook = [pct(x.hook_ms, x.measured_ms) for x in e if x.hook_ms is not None]
+        lines.append(
+            f"unprofiled step, {half}: {len(e)} runs; overhead model median |error| "
+            f"{statistics.median(model):.1f} %"
+            f" (within 30 %: {sum(m <= 30 for m in model)}/{len(model)}; host-bound runs "
+            f"{statistics.median(hb) if hb else float('nan'):.1f} % over {len(hb)}); hook "
+            f"median |error| {statistics.median(hook):.1f} % (within 10 %: "
+            f"{sum(h <= 10 for h in hook)}/{len(hook)})"
+        )
+    return "\n".join(lines)
