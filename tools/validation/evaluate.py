@@ -111,7 +111,13 @@ def source_of(pair: str) -> str:
     """The pair whose before workload `pair` was recorded on (itself for most)."""
     if pair in RIVALS:
         return RIVALS[pair][0]
-    return pair.removesuffix("-r4") if pair.removesuffix("-r4") in RIVALLED else pair
+    base = pair.removesuffix("-r4")
+    return base if base in RIVALLED else pair
+
+
+def rivals_of(source: str) -> list[str]:
+    """The rival pairs recorded on `source`'s before workload."""
+    return [r for r, (p, _) in RIVALS.items() if p == source]
 
 
 def rival_verdicts(pair: str, measured: dict[str, float]) -> dict[str, bool]:
@@ -121,12 +127,10 @@ def rival_verdicts(pair: str, measured: dict[str, float]) -> dict[str, bool]:
     if source not in RIVALLED:
         return {}
     ref = f"{source}-r4" if pair == source else pair
-    session = {f"{source}-r4", *(r for r, (p, _) in RIVALS.items() if p == source)} - {ref}
-    return {
-        REPLICATES[q][2]: measured[q] > measured[ref]
-        for q in session
-        if q in measured and ref in measured
-    }
+    if ref not in measured:
+        return {}
+    session = {f"{source}-r4", *rivals_of(source)} - {ref}
+    return {REPLICATES[q][2]: measured[q] > measured[ref] for q in session if q in measured}
 
 
 # The findings whose fix removes host time or waiting only (no GPU work): none may claim more
@@ -304,7 +308,7 @@ def rival_table(results: list[PairResult]) -> str:
     rows = []
     for source in RIVALLED:
         own = by.get(f"{source}-r4")
-        for rival in (r for r, (p, _) in RIVALS.items() if p == source):
+        for rival in rivals_of(source):
             other = by.get(rival)
             if own is None or other is None:
                 continue
