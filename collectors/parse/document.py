@@ -197,9 +197,23 @@ def slices(
     """The slices this process takes, with their index (they are handed out in order, so
     the index taken tells how far the whole parse is)."""
     while (index := take()) < len(cuts) - 1:
-        yield index, _slice(buf, cuts[index], cuts[index + 1])
+        chunk = _slice(buf, cuts[index], cuts[index + 1])
+        _let_go(buf, cuts[index], cuts[index + 1])
+        yield index, chunk
         if progress is not None:
             progress(cuts[index + 1] - cuts[0], cuts[-1] - cuts[0])
+
+
+def _let_go(buf: Buffer, a: int, b: int) -> None:
+    """Unmap the whole pages of a copied slice from a file's map: the page cache keeps them
+    (a later read faults them back), but this process and a forked helper, which both map
+    the file, stop counting 425 MB between them (issue 15: peak memory 1.13 GB -> under 1 GB).
+    A decompressed buffer is the only copy of its bytes, so it is kept."""
+    if isinstance(buf, mmap.mmap):
+        start = -(-a // mmap.PAGESIZE) * mmap.PAGESIZE
+        end = b // mmap.PAGESIZE * mmap.PAGESIZE
+        if end > start:
+            buf.madvise(mmap.MADV_DONTNEED, start, end - start)
 
 
 class NotSliceable(Exception):

@@ -3,7 +3,10 @@ the whole-document parse, and falls back to it where the cuts cannot be trusted.
 
 from __future__ import annotations
 
+import gzip
+import itertools
 import json
+import mmap
 import os
 import time
 from pathlib import Path
@@ -113,3 +116,38 @@ def test_helper_stops_when_the_file_is_not_a_trace(
     monkeypatch.setattr(helper, "PARALLEL_MIN_BYTES", 0)
     with pytest.raises(TraceFormatError, match=r"bad\.json: not valid JSON"):
         entry.parse_trace(bad)
+
+
+def _resident_kb(path: Path) -> int:
+    """Resident kB of this process's maps of `path` (/proc/self/smaps)."""
+    total, ours = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        first = line.split(maxsplit=1)[0]
+        if "-" in first and not first.endswith(":"):  # a mapping's header line
+            ours = line.rstrip().endswith(str(path))
+        elif ours and first == "Rss:":
+            total += int(line.split()[1])
+    return total
+
+
+def test_a_plain_file_leaves_no_pages_mapped_once_its_slices_are_copied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An 8.6 MB plain trace in 1 MB slices: each copied slice is unmapped (the page cache keeps
+    # it), so the parse and its helper do not both count the file (issue 15's 1 GB floor).
+    plain = tmp_path / "plain.json"
+    plain.write_bytes(gzip.decompress(SAMPLE.read_bytes()))
+    monkeypatch.setattr(document, "CHUNK_BYTES", 1 << 20)
+    buf = document.read_bytes(plain)
+    cuts = document.slicing(plain, buf)[1]  # type: ignore[index]
+    assert len(cuts) > 4
+    # Finding the cuts mapped part of the file already (the kernel maps up to 2 MB around
+    # each read); every slice read maps the rest.
+    assert _resident_kb(plain) > 1000
+    take = itertools.count().__next__
+    copied = [len(chunk) for _, chunk in document.slices(buf, cuts, take, None)]
+    assert sum(copied) > 5_000_000
+    # What is left: the pages that two slices share, one per cut.
+    assert _resident_kb(plain) <= 4 * len(cuts)
+    assert isinstance(buf, mmap.mmap)
+    buf.close()
