@@ -6,7 +6,7 @@ them; each tagged with its measured unprofiled step) into a scratch store, ranks
 the half, the planted finding's rank and estimate, the measured saving, whether the estimate
 is within 35 % or 5 points of the step, whether the planted finding ranks first or behind
 only findings measured to save more on the same model, whether the "after" run is clean),
-the counts per half, the fourth recording's rival table (on one before run, the pair's own
+the counts per half, the fourth and fifth recordings' rival table (on one before run, the pair's own
 fix against the fix of a finding ranked above it: which ranked higher, which saved more), and
 the unprofiled step's error from the hook and from the
 profiler-overhead model. Pure analysis: no timing, so the machine's load does not matter.
@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tools.validation import evaluate as ev
+from tools.validation.rivals import rival_table
 from tools.validation.step_errors import step_error_summary, step_errors
 
 
@@ -40,7 +41,7 @@ def main() -> None:
             f"{sum(not x.over_headroom for x in r)}, all four {sum(x.passed for x in r)}"
         )
     print()
-    print(ev.rival_table(results))
+    print(rival_table(results))
     for pair, why in ev.EXCLUDED.items():
         print(f"left out: {pair}: {why}")
     print()

@@ -29,6 +29,12 @@ from analysis.facts import Facts, gather
 from analysis.load import Store
 from analysis.rules.recommend import Recommendation, recommend
 from analysis.step_model import TAG
+from tools.validation.rivals import (
+    RIVAL_REPLICATES,
+    rival_halves,
+    rival_verdicts,
+    source_of,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "validation_h200"
@@ -78,59 +84,8 @@ SAME_MODEL = (
     ("alignment-peft", "fusion-compile-peft"),
     ("decode-cudagraph-llama", "decode-batching-llama"),
 )  # fmt: skip
-# The fourth recording (tools/validation/pairs.py): where findings ranked above a planted one
-# had no measured fix, each such fix made to that pair's own "before" workload (rival -> (the
-# pair, the finding)), and the pair's own fix made again beside them ("<pair>-r4"), every
-# saving taken from one shared "before" run of that session. A rival ranked above the pair's
-# planted finding is right to when its fix saved more there; no session-to-session drift
-# enters (the same before measured 23.5 and 30.9 ms in two sessions).
-RIVALS = {
-    "batch-gpt2-124m": ("optimizer-gpt2-124m", "small-batch"),
-    "fusion-compile-gpt2-124m": ("optimizer-gpt2-124m", "kernel-fusion"),
-    "batch-recompute-gpt2": ("recompute-gpt2", "small-batch"),
-    "batch-host-preprocess-gpt2": ("host-preprocess-gpt2", "small-batch"),
-    "batch-allocator-gpt2": ("allocator-gpt2", "small-batch"),
-    "batch-recompute-vit": ("recompute-vit", "small-batch"),
-    "fusion-compile-bert": ("attention-bert", "kernel-fusion"),
-}
-RIVALLED = {  # each rivalled pair's planted finding and the session's shared before run
-    "optimizer-gpt2-124m": ("fused-optimizer", "batch-gpt2-124m-before"),
-    "recompute-gpt2": ("memory-headroom", "batch-recompute-gpt2-before"),
-    "host-preprocess-gpt2": ("gpu-starvation", "batch-host-preprocess-gpt2-before"),
-    "allocator-gpt2": ("memory-headroom", "batch-allocator-gpt2-before"),
-    "recompute-vit": ("memory-headroom", "batch-recompute-vit-before"),
-    "attention-bert": ("fused-attention", "fusion-compile-bert-before"),
-}
-REPLICATES |= {r: (RIVALLED[p][1], f"{r}-after", f) for r, (p, f) in RIVALS.items()}
-REPLICATES |= {f"{p}-r4": (before, f"{p}-after-r4", f) for p, (f, before) in RIVALLED.items()}
-# Rivals are held out (no rule was fitted to them); a replicate joins its pair's half.
-HALVES |= {r: "held-out" for r in RIVALS} | {f"{p}-r4": HALVES[p] for p in RIVALLED}
-
-
-def source_of(pair: str) -> str:
-    """The pair whose before workload `pair` was recorded on (itself for most)."""
-    if pair in RIVALS:
-        return RIVALS[pair][0]
-    base = pair.removesuffix("-r4")
-    return base if base in RIVALLED else pair
-
-
-def rivals_of(source: str) -> list[str]:
-    """The rival pairs recorded on `source`'s before workload."""
-    return [r for r, (p, _) in RIVALS.items() if p == source]
-
-
-def rival_verdicts(pair: str, measured: dict[str, float]) -> dict[str, bool]:
-    """finding -> whether its measured fix saved more than `pair`'s own on the same before
-    run of one session (the fourth recording); empty where none was measured."""
-    source = source_of(pair)
-    if source not in RIVALLED:
-        return {}
-    ref = f"{source}-r4" if pair == source else pair
-    if ref not in measured:
-        return {}
-    session = {f"{source}-r4", *rivals_of(source)} - {ref}
-    return {REPLICATES[q][2]: measured[q] > measured[ref] for q in session if q in measured}
+REPLICATES |= RIVAL_REPLICATES
+HALVES |= rival_halves(HALVES)
 
 
 # The findings whose fix removes host time or waiting only (no GPU work): none may claim more
@@ -298,33 +253,6 @@ def table(results: list[PairResult]) -> str:
             f"{r.step_ms:.2f} | {err} | {'yes' if r.within else 'no'} | "
             f"{'yes' if r.first else 'no'} | {'yes' if r.after_clean else 'no'} |"
         )
-    return "\n".join([head, *rows])
-
-
-def rival_table(results: list[PairResult]) -> str:
-    """The fourth recording's question: on each rivalled pair's shared before run, did the
-    ranking put the fix that measured the larger saving above the other?"""
-    by = {r.pair: r for r in results}
-    rows = []
-    for source in RIVALLED:
-        own = by.get(f"{source}-r4")
-        for rival in rivals_of(source):
-            other = by.get(rival)
-            if own is None or other is None:
-                continue
-            above = other.planted in own.above or (own.rank is None and other.rank is not None)
-            larger = other.measured_ms > own.measured_ms
-            est = [f"{x.est_ms:.2f}" if x.est_ms is not None else "—" for x in (own, other)]
-            rows.append(
-                f"| {source} | {own.step_ms:.2f} | `{own.planted}` {est[0]} / "
-                f"{own.measured_ms:.2f} | `{other.planted}` {est[1]} / {other.measured_ms:.2f} | "
-                f"{'rival' if above else 'own'} | {'rival' if larger else 'own'} | "
-                f"{'yes' if above == larger else 'no'} |"
-            )
-    head = (
-        "| pair | before step (ms) | own fix: estimate / measured (ms) | rival fix: estimate / "
-        "measured (ms) | ranked higher | saved more | right |\n|---|---|---|---|---|---|---|"
-    )
     return "\n".join([head, *rows])
 
 

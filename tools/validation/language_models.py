@@ -128,13 +128,14 @@ def bert_mlm(
     ctx: Ctx,
     attn: str,
     size: tuple[int, int, int, int, int] = BERT_SMALL,
-    graphs: bool = False,
+    graphs: str = "",
     compiled: bool = False,
 ) -> Workload:
     """BERT masked-LM training (bidirectional attention), bf16 autocast; vocab padded to a
     multiple of 64 so that only the attention differs from a tuned run. `size`: layers,
-    hidden size, heads, sequence, batch on the GPU machine. graphs=True: the forward and
-    backward captured by torch.cuda.make_graphed_callables (dropout included) and replayed;
+    hidden size, heads, sequence, batch on the GPU machine. graphs="callables": the forward
+    and backward captured by torch.cuda.make_graphed_callables (dropout included) and
+    replayed; graphs="step": the whole step, optimizer included (training.train's graphed);
     compiled=True: the model torch.compile'd (training.prepared)."""
     from transformers import BertConfig, BertForMaskedLM
 
@@ -152,12 +153,15 @@ def bert_mlm(
     model = BertForMaskedLM(cfg).to(ctx.device)
     x = torch.randint(0, vocab, (batch, seq), device=ctx.device)
     labels = torch.where(torch.rand(x.shape, device=ctx.device) < 0.15, x, -100)
+    # transformers builds the eager attention's (all-zero) mask each forward with a host-side
+    # scalar, which capture refuses; the captured step is given the same mask built once.
+    mask = torch.zeros(batch, 1, seq, seq, device=ctx.device) if graphs == "step" else None
     loss_of: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = _MlmLoss(
-        prepared(model, compiled=compiled), ctx
+        prepared(model, compiled=compiled), ctx, mask
     )
-    if graphs and ctx.cuda:
+    if graphs == "callables" and ctx.cuda:
         loss_of = torch.cuda.make_graphed_callables(loss_of, (x, labels))
-    step = train(ctx, model, lambda b: loss_of(*b), static((x, labels)))
+    step = train(ctx, model, lambda b: loss_of(*b), static((x, labels)), graphed=graphs == "step")
     notes = {"layers": layers, "attn": attn, "batch": batch, "graphs": graphs, "compiled": compiled}
     return Workload(loop(step), batch * seq, "tokens", notes)
 
@@ -166,11 +170,11 @@ class _MlmLoss(nn.Module):
     """The model's loss as a module of tensors in, tensor out (what CUDA graph capture takes),
     under bf16 autocast inside (a captured graph replays what ran at capture)."""
 
-    def __init__(self, model: nn.Module, ctx: Ctx) -> None:
+    def __init__(self, model: nn.Module, ctx: Ctx, mask: torch.Tensor | None = None) -> None:
         super().__init__()
-        self.model, self.device_type = model, ctx.device.type
+        self.model, self.device_type, self.mask = model, ctx.device.type, mask
 
     def forward(self, x: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         # No cast cache: a captured graph may not keep casts made outside it.
         with torch.autocast(self.device_type, dtype=torch.bfloat16, cache_enabled=False):
-            return self.model(input_ids=x, labels=labels).loss
+            return self.model(input_ids=x, labels=labels, attention_mask=self.mask).loss

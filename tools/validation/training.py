@@ -28,15 +28,34 @@ def train(
     precision: Precision = "bf16-autocast",
     optimizer: str = "fused",
     after_step: Callable[[torch.Tensor], None] | None = None,
+    graphed: bool = False,
 ) -> Callable[[], None]:
     """One training step: batch, forward and loss (autocast for bf16-autocast), backward,
     AdamW (fused, or one parameter at a time with optimizer="for-loop"), zero_grad.
-    `loss_fn` may call a compiled or checkpointed version of `model` (see `prepared`)."""
+    `loss_fn` may call a compiled or checkpointed version of `model` (see `prepared`).
+    graphed=True: the whole step captured once in a CUDA graph and replayed (`_captured`;
+    a static batch, a capturable fused AdamW, no after_step)."""
     set_precision(precision)
     params = [p for p in model.parameters() if p.requires_grad]
     opt_kwargs = {"fused": True} if optimizer == "fused" else {"foreach": False, "fused": False}
+    graphed = graphed and ctx.cuda
+    if graphed:
+        opt_kwargs["capturable"] = True  # its step count on the device, as capture needs
     opt = torch.optim.AdamW(params, lr=1e-4, **opt_kwargs)
     autocast = precision == "bf16-autocast"
+    if graphed:
+        b = batch()
+
+        def body() -> None:
+            # No cast cache: a replayed graph may not reuse casts made outside it.
+            with torch.autocast(
+                ctx.device.type, dtype=torch.bfloat16, enabled=autocast, cache_enabled=False
+            ):
+                loss = loss_fn(b)
+            loss.backward()
+            opt.step()
+
+        return _captured(body, opt)
 
     def step() -> None:
         b = batch()
@@ -49,6 +68,25 @@ def train(
             after_step(loss)
 
     return step
+
+
+def _captured(body: Callable[[], None], opt: torch.optim.Optimizer) -> Callable[[], None]:
+    """`body` (forward, backward, optimizer step) captured in a CUDA graph, as PyTorch's
+    whole-network capture does it: warm-up steps on a side stream, then the gradients set to
+    None so that the captured backward allocates them from the graph's pool (each replay
+    writes them afresh: no zero_grad). Returns the replay."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            opt.zero_grad(set_to_none=True)
+            body()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph):
+        body()
+    return graph.replay
 
 
 def prepared(model: nn.Module, *, compiled: bool = False, checkpointed: bool = False) -> nn.Module:

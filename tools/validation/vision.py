@@ -24,10 +24,12 @@ def vision_train(
     compiled: bool = False,
     checkpointed: bool = False,
     optimizer: str = "fused",
+    graphed: bool = False,
 ) -> Workload:
     """Image classification training. inputs: "device" (one batch already there), "pageable"
     or "pinned" (batches in host memory, copied each step), or "loader0"/"loader8" (FakeData
-    with real transforms through a DataLoader of 0 or 8 workers)."""
+    with real transforms through a DataLoader of 0 or 8 workers). graphed=True (inputs on the
+    device): the whole step replayed from a CUDA graph (training.train)."""
     size = ctx.pick(224, 32)
     fmt = torch.channels_last if channels_last else torch.contiguous_format
     model = model.to(ctx.device, memory_format=fmt)
@@ -46,10 +48,10 @@ def vision_train(
     forward = prepared(model, compiled=compiled, checkpointed=checkpointed)
     step = train(
         ctx, model, lambda x: F.cross_entropy(forward(x), y), next_x, precision=precision,
-        optimizer=optimizer,
+        optimizer=optimizer, graphed=graphed,
     )  # fmt: skip
     notes = {"inputs": inputs, "channels_last": channels_last, "precision": precision,
-             "compiled": compiled, "checkpointed": checkpointed}  # fmt: skip
+             "compiled": compiled, "checkpointed": checkpointed, "graphed": graphed}  # fmt: skip
     return Workload(loop(step), batch, "samples", notes)
 
 

@@ -1,0 +1,131 @@
+"""The fourth and fifth recordings' rivals: the fixes of findings ranked above a planted one,
+each made to that pair's own "before" workload in one session, beside the pair's own fix
+again; whether a finding was right to rank above the planted one is then a measurement."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tools.validation.evaluate import PairResult
+
+# The fourth and fifth recordings (tools/validation/pairs.py): where findings ranked above a
+# planted one had no measured fix, each such fix made to that pair's own "before" workload
+# (rival -> (the pair, the finding, the session)), and the pair's own fix made again beside
+# them ("<pair>-<session>"), every saving of a session taken from its one shared "before" run.
+# A rival ranked above the pair's planted finding is right to when its fix saved more in its
+# session; no session-to-session drift enters (the same before measured 23.5 and 30.9 ms in
+# two sessions).
+RIVALS = {
+    "batch-gpt2-124m": ("optimizer-gpt2-124m", "small-batch", "r4"),
+    "fusion-compile-gpt2-124m": ("optimizer-gpt2-124m", "kernel-fusion", "r4"),
+    "batch-recompute-gpt2": ("recompute-gpt2", "small-batch", "r4"),
+    "batch-host-preprocess-gpt2": ("host-preprocess-gpt2", "small-batch", "r4"),
+    "batch-allocator-gpt2": ("allocator-gpt2", "small-batch", "r4"),
+    "batch-recompute-vit": ("recompute-vit", "small-batch", "r4"),
+    "fusion-compile-bert": ("attention-bert", "kernel-fusion", "r4"),
+    "graphs-attention-bert": ("attention-bert", "cuda-graphs", "r5"),
+    "graphs-recompute-vit": ("recompute-vit", "cuda-graphs", "r5"),
+}
+SESSIONS = {  # session -> each rivalled pair's shared before run in it
+    "r4": {
+        "optimizer-gpt2-124m": "batch-gpt2-124m-before",
+        "recompute-gpt2": "batch-recompute-gpt2-before",
+        "host-preprocess-gpt2": "batch-host-preprocess-gpt2-before",
+        "allocator-gpt2": "batch-allocator-gpt2-before",
+        "recompute-vit": "batch-recompute-vit-before",
+        "attention-bert": "fusion-compile-bert-before",
+    },
+    "r5": {
+        "attention-bert": "graphs-attention-bert-before",
+        "recompute-vit": "graphs-recompute-vit-before",
+    },
+}
+PLANTED = {  # each rivalled pair's planted finding
+    "optimizer-gpt2-124m": "fused-optimizer", "recompute-gpt2": "memory-headroom",
+    "host-preprocess-gpt2": "gpu-starvation", "allocator-gpt2": "memory-headroom",
+    "recompute-vit": "memory-headroom", "attention-bert": "fused-attention",
+}  # fmt: skip
+# pair -> (its before run, its after run, its planted finding), as evaluate.REPLICATES
+RIVAL_REPLICATES = {r: (SESSIONS[n][p], f"{r}-after", f) for r, (p, f, n) in RIVALS.items()}
+RIVAL_REPLICATES |= {
+    f"{p}-{n}": (before, f"{p}-after-{n}", PLANTED[p])
+    for n, befores in SESSIONS.items()
+    for p, before in befores.items()
+}
+
+
+def rival_halves(halves: dict[str, str]) -> dict[str, str]:
+    """Rivals are held out (no rule was fitted to them); a replicate joins its pair's half."""
+    return {r: "held-out" for r in RIVALS} | {
+        f"{p}-{n}": halves[p] for n, befores in SESSIONS.items() for p in befores
+    }
+
+
+def session_of(pair: str) -> tuple[str, str] | None:
+    """(the rivalled pair, the session) that `pair` was measured in: a rival's, or a
+    replicate's ("<pair>-<session>"); None for the other pairs."""
+    if pair in RIVALS:
+        return RIVALS[pair][0], RIVALS[pair][2]
+    for n, befores in SESSIONS.items():
+        base = pair.removesuffix(f"-{n}")
+        if base != pair and base in befores:
+            return base, n
+    return None
+
+
+def source_of(pair: str) -> str:
+    """The pair whose before workload `pair` was recorded on (itself for most)."""
+    found = session_of(pair)
+    return found[0] if found else pair
+
+
+def rivals_of(source: str, session: str) -> list[str]:
+    """The rival pairs recorded on `source`'s before workload in one session."""
+    return [r for r, (p, _, n) in RIVALS.items() if p == source and n == session]
+
+
+def rival_verdicts(pair: str, measured: dict[str, float]) -> dict[str, bool]:
+    """finding -> whether its measured fix saved more than `pair`'s own in the same session
+    (the original pair: its replicate's, in each of its sessions); empty where none was
+    measured."""
+    if pair in PLANTED:
+        verdicts: dict[str, bool] = {}
+        for n, befores in SESSIONS.items():
+            if pair in befores:
+                verdicts |= rival_verdicts(f"{pair}-{n}", measured)
+        return verdicts
+    found = session_of(pair)
+    if found is None or pair not in measured:
+        return {}
+    source, n = found
+    session = {f"{source}-{n}", *rivals_of(source, n)} - {pair}
+    return {RIVAL_REPLICATES[q][2]: measured[q] > measured[pair] for q in session if q in measured}
+
+
+def rival_table(results: Sequence[PairResult]) -> str:
+    """The fourth and fifth recordings' question: on each rivalled pair's shared before run of
+    a session, did the ranking put the fix that measured the larger saving above the other?"""
+    by = {r.pair: r for r in results}
+    rows = []
+    for n, source in ((n, p) for n, befores in SESSIONS.items() for p in befores):
+        own = by.get(f"{source}-{n}")
+        for rival in rivals_of(source, n):
+            other = by.get(rival)
+            if own is None or other is None:
+                continue
+            above = other.planted in own.above or (own.rank is None and other.rank is not None)
+            larger = other.measured_ms > own.measured_ms
+            est = [f"{x.est_ms:.2f}" if x.est_ms is not None else "—" for x in (own, other)]
+            rows.append(
+                f"| {source} ({n}) | {own.step_ms:.2f} | `{own.planted}` {est[0]} / "
+                f"{own.measured_ms:.2f} | `{other.planted}` {est[1]} / {other.measured_ms:.2f} | "
+                f"{'rival' if above else 'own'} | {'rival' if larger else 'own'} | "
+                f"{'yes' if above == larger else 'no'} |"
+            )
+    head = (
+        "| pair | before step (ms) | own fix: estimate / measured (ms) | rival fix: estimate / "
+        "measured (ms) | ranked higher | saved more | right |\n|---|---|---|---|---|---|---|"
+    )
+    return "\n".join([head, *rows])
