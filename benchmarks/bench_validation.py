@@ -22,7 +22,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tools.validation import evaluate as ev
-from tools.validation.rivals import rival_table
 from tools.validation.step_errors import step_error_summary, step_errors
 
 
@@ -41,7 +40,7 @@ def main() -> None:
             f"{sum(not x.over_headroom for x in r)}, all four {sum(x.passed for x in r)}"
         )
     print()
-    print(rival_table(results))
+    print(ev.rival_table(results))
     for pair, why in ev.EXCLUDED.items():
         print(f"left out: {pair}: {why}")
     print()

@@ -31,8 +31,10 @@ from analysis.rules.recommend import Recommendation, recommend
 from analysis.step_model import TAG
 from tools.validation.rivals import (
     RIVAL_REPLICATES,
+    SESSIONS,
     rival_halves,
     rival_verdicts,
+    rivals_of,
     source_of,
 )
 
@@ -253,6 +255,33 @@ def table(results: list[PairResult]) -> str:
             f"{r.step_ms:.2f} | {err} | {'yes' if r.within else 'no'} | "
             f"{'yes' if r.first else 'no'} | {'yes' if r.after_clean else 'no'} |"
         )
+    return "\n".join([head, *rows])
+
+
+def rival_table(results: list[PairResult]) -> str:
+    """The fourth and fifth recordings' question: on each rivalled pair's shared before run of
+    a session, did the ranking put the fix that measured the larger saving above the other?"""
+    by = {r.pair: r for r in results}
+    rows = []
+    for n, source in ((n, p) for n, befores in SESSIONS.items() for p in befores):
+        own = by.get(f"{source}-{n}")
+        for rival in rivals_of(source, n):
+            other = by.get(rival)
+            if own is None or other is None:
+                continue
+            above = other.planted in own.above or (own.rank is None and other.rank is not None)
+            larger = other.measured_ms > own.measured_ms
+            est = [f"{x.est_ms:.2f}" if x.est_ms is not None else "—" for x in (own, other)]
+            rows.append(
+                f"| {source} ({n}) | {own.step_ms:.2f} | `{own.planted}` {est[0]} / "
+                f"{own.measured_ms:.2f} | `{other.planted}` {est[1]} / {other.measured_ms:.2f} | "
+                f"{'rival' if above else 'own'} | {'rival' if larger else 'own'} | "
+                f"{'yes' if above == larger else 'no'} |"
+            )
+    head = (
+        "| pair | before step (ms) | own fix: estimate / measured (ms) | rival fix: estimate / "
+        "measured (ms) | ranked higher | saved more | right |\n|---|---|---|---|---|---|---|"
+    )
     return "\n".join([head, *rows])
 
 

@@ -4,12 +4,6 @@ again; whether a finding was right to rank above the planted one is then a measu
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from tools.validation.evaluate import PairResult
-
 # The fourth and fifth recordings (tools/validation/pairs.py): where findings ranked above a
 # planted one had no measured fix, each such fix made to that pair's own "before" workload
 # (rival -> (the pair, the finding, the session)), and the pair's own fix made again beside
@@ -102,30 +96,3 @@ def rival_verdicts(pair: str, measured: dict[str, float]) -> dict[str, bool]:
     source, n = found
     session = {f"{source}-{n}", *rivals_of(source, n)} - {pair}
     return {RIVAL_REPLICATES[q][2]: measured[q] > measured[pair] for q in session if q in measured}
-
-
-def rival_table(results: Sequence[PairResult]) -> str:
-    """The fourth and fifth recordings' question: on each rivalled pair's shared before run of
-    a session, did the ranking put the fix that measured the larger saving above the other?"""
-    by = {r.pair: r for r in results}
-    rows = []
-    for n, source in ((n, p) for n, befores in SESSIONS.items() for p in befores):
-        own = by.get(f"{source}-{n}")
-        for rival in rivals_of(source, n):
-            other = by.get(rival)
-            if own is None or other is None:
-                continue
-            above = other.planted in own.above or (own.rank is None and other.rank is not None)
-            larger = other.measured_ms > own.measured_ms
-            est = [f"{x.est_ms:.2f}" if x.est_ms is not None else "—" for x in (own, other)]
-            rows.append(
-                f"| {source} ({n}) | {own.step_ms:.2f} | `{own.planted}` {est[0]} / "
-                f"{own.measured_ms:.2f} | `{other.planted}` {est[1]} / {other.measured_ms:.2f} | "
-                f"{'rival' if above else 'own'} | {'rival' if larger else 'own'} | "
-                f"{'yes' if above == larger else 'no'} |"
-            )
-    head = (
-        "| pair | before step (ms) | own fix: estimate / measured (ms) | rival fix: estimate / "
-        "measured (ms) | ranked higher | saved more | right |\n|---|---|---|---|---|---|---|"
-    )
-    return "\n".join([head, *rows])
