@@ -43,26 +43,24 @@ def train(
         opt_kwargs["capturable"] = True  # its step count on the device, as capture needs
     opt = torch.optim.AdamW(params, lr=1e-4, **opt_kwargs)
     autocast = precision == "bf16-autocast"
-    if graphed:
-        b = batch()
 
-        def body() -> None:
-            # No cast cache: a replayed graph may not reuse casts made outside it.
-            with torch.autocast(
-                ctx.device.type, dtype=torch.bfloat16, enabled=autocast, cache_enabled=False
-            ):
-                loss = loss_fn(b)
-            loss.backward()
-            opt.step()
-
-        return _captured(body, opt)
-
-    def step() -> None:
-        b = batch()
-        with torch.autocast(ctx.device.type, dtype=torch.bfloat16, enabled=autocast):
+    def update(b: Any) -> torch.Tensor:
+        """Forward, loss, backward and the optimizer's step on batch `b`. Captured, without
+        the cast cache: a replayed graph may not reuse casts made outside it."""
+        with torch.autocast(
+            ctx.device.type, dtype=torch.bfloat16, enabled=autocast, cache_enabled=not graphed
+        ):
             loss = loss_fn(b)
         loss.backward()
         opt.step()
+        return loss
+
+    if graphed:
+        static_batch = batch()
+        return _captured(lambda: update(static_batch), opt)
+
+    def step() -> None:
+        loss = update(batch())
         opt.zero_grad(set_to_none=True)
         if after_step is not None:
             after_step(loss)
@@ -70,7 +68,7 @@ def train(
     return step
 
 
-def _captured(body: Callable[[], None], opt: torch.optim.Optimizer) -> Callable[[], None]:
+def _captured(body: Callable[[], Any], opt: torch.optim.Optimizer) -> Callable[[], None]:
     """`body` (forward, backward, optimizer step) captured in a CUDA graph, as PyTorch's
     whole-network capture does it: warm-up steps on a side stream, then the gradients set to
     None so that the captured backward allocates them from the graph's pool (each replay
