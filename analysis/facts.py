@@ -50,6 +50,7 @@ class Facts:
         self._host = host
         self._telemetry = telemetry
         self.run = data.run
+        self.sample = data.sample  # the analysed ranks of a run of many (None: all)
         self.spec = spec or match_spec(data.run.device_name)
         self._memo: dict[str, Any] = {}
 

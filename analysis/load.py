@@ -1,10 +1,9 @@
 """The read side of the analyses: a run's frames, read from the store once, as typed objects.
 
-This is the only analysis module that talks to the store (data.store, data.reads*); every
-other one computes over what these functions return, so a report, its charts, the
-recommendations and a comparison read each table once. The parts are loaded separately
-because the pages need different amounts: the Roofline page needs `RunData`, the
-recommendations also the host-side `HostData` and the run's `RunTelemetry`.
+The only analysis module that talks to the store (data.store, data.reads*): a report, its
+charts, the recommendations and a comparison read each table once. The parts load apart
+because pages need different amounts (Roofline `RunData`; recommendations also `HostData`
+and `RunTelemetry`).
 """
 
 from __future__ import annotations
@@ -18,6 +17,8 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
+from analysis import rank_sample as sampling
+from analysis.rank_sample import RankSample
 from analysis.timeline import MAX_SHAPES, bucket_plan
 from analysis.timeline_budget import PIXELS, Budget, bucket_ns_of, plan
 from data import (
@@ -66,8 +67,7 @@ class RunInfo:
 
 def _read(read: Callable[[Store, str], T]) -> cached_property[T]:
     """An attribute read from the store (`read(store, run_id)`) on first access, then kept:
-    a page that needs a few of a run's frames does not wait for the rest (at 512 ranks all
-    of them take ~10 s to read)."""
+    a page that needs a few of a run's frames does not wait for the rest."""
 
     def get(self: _Frames) -> T:
         return read(self.store, self.run_id)
@@ -84,11 +84,13 @@ class _Frames:
 
 
 class RunData(_Frames):
-    """What every analysis of a run starts from (frames as data.reads* return them)."""
+    """What every analysis of a run starts from (frames as data.reads* return them);
+    `sample`: the analysed ranks of a run of many (`store` holds only those), or None."""
 
-    def __init__(self, store: Store, run_id: str) -> None:
+    def __init__(self, store: Store, run_id: str, sample: RankSample | None = None) -> None:
         super().__init__(store, run_id)
         self.run = RunInfo.of(store.run_summary(run_id))
+        self.sample = sample
 
     steps = _read(reads.steps)
     events = _read(reads.gpu_events)  # every kernel, memcpy and memset
@@ -132,10 +134,8 @@ class HostData(_Frames):
 
 @dataclass(frozen=True)
 class RunTelemetry:
-    """NVML/GPM samples around a run: `samples` spans the run's window widened by
-    `pad_ns` on each side (a sample describes the period before it); `window` is the run's
-    own span in Unix ns (None without baseTimeNanoseconds); `inventory` the newest
-    gpu_inventory row of each GPU the agents saw."""
+    """NVML/GPM `samples` in the run's `window` (Unix ns; None without baseTimeNanoseconds)
+    widened by `pad_ns` each side; `inventory`: each GPU's newest gpu_inventory row."""
 
     samples: pd.DataFrame
     window: tuple[int, int] | None
@@ -188,24 +188,24 @@ def load_telemetry(
     pad_ns: int = 1_000_000_000,
     source: TelemetrySource | None = None,
 ) -> RunTelemetry:
-    """The GPU samples around a run (pad_ns on each side) and the GPUs' inventory at the
-    run's end, from `source` (default: data.telemetry_source.open_telemetry: Prometheus when
-    $DASH_PROMETHEUS_URL is set, else the lake)."""
+    """The GPU samples around a run and the GPUs' inventory at its end, from `source`
+    (default open_telemetry: Prometheus when $DASH_PROMETHEUS_URL is set, else the lake)."""
     telemetry = source or open_telemetry(store)
     window = reads_telemetry.run_window(store, run_id)
-    return RunTelemetry(
-        samples=run_samples(telemetry, store, run_id, pad_ns=pad_ns),
-        window=window,
-        pad_ns=pad_ns,
-        inventory=telemetry.inventory(None if window is None else window[1]),
-    )
+    samples = run_samples(telemetry, store, run_id, pad_ns=pad_ns)
+    inventory = telemetry.inventory(None if window is None else window[1])
+    return RunTelemetry(samples=samples, window=window, pad_ns=pad_ns, inventory=inventory)
 
 
 def load_evidence(store: Store, run_id: str, shaped: tuple[str, ...] = ()) -> RunEvidence:
-    """Every part of one run, each table read once."""
-    return RunEvidence(
-        load_run(store, run_id), load_host(store, run_id, shaped), load_telemetry(store, run_id)
-    )
+    """Every part of one run, each table read once; of a run of more than
+    MAX_ANALYSED_RANKS ranks, the frames of its sample of ranks (analysis.rank_sample)."""
+    size, sample = sampling.MAX_ANALYSED_RANKS, None
+    if int(store.run_summary(run_id)["rank_count"]) > size:
+        sample = sampling.choose(reads.rank_load(store, run_id), size)
+    ranked = store if sample is None else store.of_ranks(sample.ranks)
+    host = load_host(ranked, run_id, shaped)
+    return RunEvidence(RunData(ranked, run_id, sample), host, load_telemetry(store, run_id))
 
 
 def load_cpu_slices(store: Store, run_id: str) -> pd.DataFrame:

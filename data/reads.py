@@ -37,6 +37,27 @@ def ranks(store: Store, run_id: str) -> pd.DataFrame:
     )
 
 
+def rank_load(store: Store, run_id: str) -> pd.DataFrame:
+    """One row per rank and kernel name: rank, steps (its ProfilerSteps; 1 without),
+    step_ms (their mean; its trace's span without steps), name, count, total_ns. What a
+    sample of a run's ranks is chosen by (analysis.rank_sample): a GROUP BY over the
+    kernels, names left to the analysis to classify."""
+    return store.query(
+        """
+        WITH s AS (SELECT rank, count(*) AS steps, avg(dur_ns) AS step_ns FROM steps
+                   WHERE run_id = $run GROUP BY rank),
+             k AS (SELECT rank, name, count(*) AS count, sum(dur_ns) AS total_ns
+                   FROM gpu_events WHERE run_id = $run AND kind = 'kernel' GROUP BY rank, name)
+        SELECT r.rank, coalesce(s.steps, 1) AS steps,
+               coalesce(s.step_ns, r.end_ns - r.start_ns) / 1e6 AS step_ms,
+               k.name, coalesce(k.count, 0) AS count, coalesce(k.total_ns, 0) AS total_ns
+        FROM ranks r LEFT JOIN s USING (rank) LEFT JOIN k USING (rank)
+        WHERE r.run_id = $run ORDER BY r.rank, k.name
+        """,
+        {"run": run_id},
+    )
+
+
 def devices(store: Store, run_id: str) -> pd.DataFrame:
     """The run's deviceProperties rows: the `devices` table's columns."""
     return store.query("SELECT * FROM devices WHERE run_id = ? ORDER BY rank, device_id", [run_id])

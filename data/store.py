@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,14 +31,23 @@ DATABASE_FILE = "dashboard.duckdb"
 # The lake's folder reaches the views' SQL as this DuckDB variable, set on every connection
 # from a bound parameter: a path is never pasted into SQL (a quote in it broke every view).
 LAKE_VARIABLE = "lake_root"
+# The tables with a row per rank (or finer): what a store of some ranks (Store.of_ranks) filters.
+RANKED_TABLES = tuple(t for t in TABLES if any(c.name == "rank" for c in TABLES[t]))
 _HELD_BY = re.compile(r"\(PID (\d+)\)")
 
 
 class Store:
     """The lake plus a DuckDB connection with one view per table."""
 
-    def __init__(self, data_dir: Path | str = DEFAULT_DATA_DIR, *, owner: bool = False) -> None:
+    def __init__(
+        self,
+        data_dir: Path | str = DEFAULT_DATA_DIR,
+        *,
+        owner: bool = False,
+        ranks: Sequence[int] | None = None,
+    ) -> None:
         self.data_dir = Path(data_dir)
+        self.ranks = None if ranks is None else tuple(sorted({int(r) for r in ranks}))
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.lake = Lake(self.data_dir / LAKE_FOLDER)
         database = self.data_dir / DATABASE_FILE
@@ -73,6 +83,10 @@ class Store:
                 "hive_types = {'run_id': VARCHAR}, union_by_name = true)"
             )
             where = "" if table == "runs" else " WHERE run_id IN (SELECT run_id FROM runs)"
+            if self.ranks is not None and table in RANKED_TABLES:
+                # Integers formatted here, never text: a constant list the Parquet scan
+                # prunes row groups by (a variable's list was filtered after the read).
+                where += f" AND rank IN ({', '.join(map(str, self.ranks)) or 'NULL'})"
             self.con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT {cols} FROM {src}{where}")
         for table in STREAM_TABLES:
             cols = ", ".join(f'"{c}"' for c in column_names(table))
@@ -81,6 +95,12 @@ class Store:
                 "hive_types = {'host': VARCHAR}, union_by_name = true)"
             )
             self.con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT {cols} FROM {src}")
+
+    def of_ranks(self, ranks: Sequence[int]) -> Store:
+        """A reader of the same lake whose views hold only these rank numbers (of every
+        run; `runs` whole): what the analyses of a run of many ranks read
+        (analysis.rank_sample)."""
+        return Store(self.data_dir, ranks=ranks)
 
     def close(self) -> None:
         """Close the connection (releases the database file lock for an owner)."""

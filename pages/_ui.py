@@ -19,6 +19,7 @@ import pandas as pd
 import streamlit as st
 
 from analysis.facts import Facts, gather
+from analysis.rank_sample import sample_text
 from analysis.specs import match_spec
 from analysis.text import clip, printable
 from data.cli_child import ingest_child, run_child
@@ -105,10 +106,15 @@ def _facts_with_spec(path: str, run_id: str, spec_name: str) -> Facts:
 
 def run_facts(run_id: str, spec_name: str | None = None) -> Facts:
     """One run's facts (analysis.facts), read once per server process and shared by pages;
-    against the spec named `spec_name` when given (the Roofline page's override)."""
+    against the spec named `spec_name` when given (the Roofline page's override). Of a run
+    of many ranks, a sample's (analysis.rank_sample): the page says which ranks."""
     if spec_name is not None:
-        return _facts_with_spec(str(data_dir()), run_id, spec_name)
-    return _facts(str(data_dir()), run_id)
+        facts = _facts_with_spec(str(data_dir()), run_id, spec_name)
+    else:
+        facts = _facts(str(data_dir()), run_id)
+    if facts.sample is not None:
+        st.caption(md(sample_text(facts.sample.as_dict()), None))
+    return facts
 
 
 def run_ingest(

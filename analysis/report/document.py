@@ -81,6 +81,15 @@ def _metrics(
     return out
 
 
+def _run_kernels(facts: Facts) -> tuple[int, int]:
+    """The whole run's kernel count and kernel time (ns), also when a sample of its ranks
+    was analysed."""
+    if facts.sample is not None:
+        return facts.sample.kernel_count, facts.sample.kernel_ns
+    kernels = facts.events[facts.events["kind"] == "kernel"]
+    return len(kernels), int(kernels["dur_ns"].sum())
+
+
 def report_json(facts: Facts) -> dict[str, Any]:
     """The report as a JSON-ready dict: the run's metrics (compute-side ones against the
     matched device spec and measured ceilings), the roofline per op class, the breakdown and
@@ -165,12 +174,13 @@ def _document(
             "name": run.name,
             "ranks": run.rank_count,
             "device_name": run.device_name,
+            # Only on a run of many ranks: which ones every figure below comes from.
+            **({} if facts.sample is None else {"analysed_ranks": facts.sample.as_dict()}),
         },
         "metrics": {
             "overall": {
                 **_metrics(
-                    int((events["kind"] == "kernel").sum()),
-                    int(events.loc[events["kind"] == "kernel", "dur_ns"].sum()),
+                    *_run_kernels(facts),
                     list(facts.step_times["step_time_ms"]),
                     overall_share.iloc[0] if len(overall_share) else None,
                     compute.get(None, {}),

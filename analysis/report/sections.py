@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 
 from analysis.host_regions import REGION_NOTE
 from analysis.metrics import METRICS, REPORT_METRICS
+from analysis.rank_sample import sample_text
 from analysis.rules.recommend import MINOR_PCT
 from analysis.step_model import BASIS
 from analysis.text import clip, fmt, fmt_sig, plural
@@ -85,6 +86,9 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
         f"Achieved {fmt(m['achieved_tflops'])} TFLOP/s per GPU, MFU {fmt(m['mfu_pct'], 1)} %, "
         f"HBM bandwidth {fmt(m['hbm_bw_util_pct'], 1)} % of peak (modelled work over step time).",
     ]
+    sample = run.get("analysed_ranks")
+    if sample:
+        lines.append(sample_text(sample))
     if m["kernel_count"] == 0:
         lines.append("No GPU activity in this run (a CPU-only trace).")
     recs = recommendations(doc)
