@@ -95,10 +95,11 @@ def _per_rank(load: pd.DataFrame) -> pd.DataFrame:
     comm = classify(load["name"].fillna(""))["kernel_class"].to_numpy() == "comm"
     frame = load.assign(comm_ns=load["total_ns"].where(comm, 0))
     g = frame.groupby("rank", sort=True)
+    step_ms = g["step_ms"].first()
     out = pd.DataFrame(
         {
-            "step_ms": g["step_ms"].first(),
-            "outside_ms": g["step_ms"].first() - g["comm_ns"].sum() / 1e6 / g["steps"].first(),
+            "step_ms": step_ms,
+            "outside_ms": step_ms - g["comm_ns"].sum() / 1e6 / g["steps"].first(),
             "kernel_count": g["count"].sum(),
             "kernel_ns": g["total_ns"].sum(),
         }

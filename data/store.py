@@ -84,8 +84,8 @@ class Store:
             )
             where = "" if table == "runs" else " WHERE run_id IN (SELECT run_id FROM runs)"
             if self.ranks is not None and table in RANKED_TABLES:
-                # Integers formatted here, never text: a constant list the Parquet scan
-                # prunes row groups by (a variable's list was filtered after the read).
+                # Integers formatted here, never text: a constant list, which the Parquet
+                # scan can prune row groups by.
                 where += f" AND rank IN ({', '.join(map(str, self.ranks)) or 'NULL'})"
             self.con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT {cols} FROM {src}{where}")
         for table in STREAM_TABLES:
