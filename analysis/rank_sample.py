@@ -59,7 +59,11 @@ def choose(load: pd.DataFrame, size: int) -> RankSample | None:
     if len(per_rank) <= size:
         return None
     slowest = int(per_rank.sort_values(["step_ms", "rank"], kind="stable").index[-1])
-    order = per_rank.sort_values(["outside_ms", "rank"], kind="stable").index.tolist()
+    # Ties (ranks alike to the nanosecond) put the lowest rank at the top end: the one the
+    # straggler rule names among equals, so the summary and the finding name the same rank.
+    order = per_rank.sort_values(
+        ["outside_ms", "rank"], ascending=[True, False], kind="stable"
+    ).index.tolist()
     # Evenly spaced through the order of time outside communication, both ends included:
     # in a data-parallel job every rank's step takes as long as the slowest's, and what
     # differs is the time outside communication (the others wait inside their
