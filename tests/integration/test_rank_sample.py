@@ -109,6 +109,25 @@ def test_the_summary_and_the_pages_say_which_ranks(
     assert any(f"{SAMPLE} of its {RANKS} ranks" in c.value for c in at.caption)
 
 
+def test_the_operators_page_nests_the_sampled_ranks_ops(
+    mixed: tuple[Path, Path, str], reports: tuple[dict[str, Any], dict[str, Any]]
+) -> None:
+    """Its GPU time comes from the sample's facts, so its ops are the same ranks' (nesting
+    every rank's took 13.9 s at 512)."""
+    _, d, run_id = mixed
+    ranks = reports[1]["run"]["analysed_ranks"]["ranks"]
+    sql = "SELECT count(*) FROM cpu_ops WHERE run_id = ? AND rank IN ({})"
+    con = Store(d).con
+    sampled = con.execute(sql.format(", ".join(map(str, ranks))), [run_id]).fetchall()[0][0]
+    every = con.execute(sql.format(", ".join(map(str, range(RANKS)))), [run_id]).fetchall()[0][0]
+    assert 0 < sampled < every
+    with dashboard_store(d), pytest.MonkeyPatch.context() as mp:
+        mp.setattr(rank_sample, "MAX_ANALYSED_RANKS", SAMPLE)
+        at = open_page("pages/operators.py", run_id)
+    counts = [c.value.split()[0] for c in at.caption if " op calls, " in c.value]
+    assert counts == [f"{sampled:,}"]
+
+
 def test_a_sample_smaller_than_its_ends_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 3"):
         rank_sample.choose(None, 2)  # type: ignore[arg-type]
