@@ -4,7 +4,7 @@ validation runs, and state the step model's error where it was not fitted.
 The cost is read off host-bound runs (GPU time under 85 % of the unprofiled step, no sync in
 the step): there the unprofiled step is the host's own time, so the profiled host time less
 the recorder's unprofiled median is what the profiler added. The fit is the median cost per
-recorded CPU op over the tune half's host-bound runs (tools.validation.evaluate.HALVES); the
+recorded CPU op over the tune half's host-bound runs (evaluate.OVERHEAD_HALVES); the
 error is the modelled unprofiled step (no hook, no tag) against the recorder's median, for
 every run of each half.
 

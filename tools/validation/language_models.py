@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from tools.validation.training import prepared, smaller, static, train
+from tools.validation.training import Checkpointing, prepared, smaller, static, train
 from tools.validation.workload import Ctx, Workload, forever, loop
 
 
@@ -42,7 +42,7 @@ def gpt2_train(
     attn: str = "sdpa",
     lora: bool = False,
     compiled: bool = False,
-    checkpointed: bool = False,
+    checkpointed: Checkpointing = False,
     batches: Callable[[int, int, int], Callable[[], torch.Tensor]] | None = None,
     **train_kwargs: Any,
 ) -> Workload:
@@ -130,13 +130,16 @@ def bert_mlm(
     size: tuple[int, int, int, int, int] = BERT_SMALL,
     graphs: str = "",
     compiled: bool = False,
+    checkpointed: Checkpointing = False,
+    after_step: Callable[[torch.Tensor], None] | None = None,
 ) -> Workload:
     """BERT masked-LM training (bidirectional attention), bf16 autocast; vocab padded to a
     multiple of 64 so that only the attention differs from a tuned run. `size`: layers,
     hidden size, heads, sequence, batch on the GPU machine. graphs="callables": the forward
     and backward captured by torch.cuda.make_graphed_callables (dropout included) and
     replayed; graphs="step": the whole step, optimizer included (training.train's graphed);
-    compiled=True: the model torch.compile'd (training.prepared)."""
+    compiled=True, checkpointed: the model torch.compile'd, checkpointed (training.prepared);
+    after_step: called with the loss after each step (training.train)."""
     from transformers import BertConfig, BertForMaskedLM
 
     layers, d, heads, seq, batch = ctx.pick(size, (2, 64, 4, 32, 2))
@@ -157,12 +160,16 @@ def bert_mlm(
     # scalar, which capture refuses; the captured step is given the same mask built once.
     mask = torch.zeros(batch, 1, seq, seq, device=ctx.device) if graphs == "step" else None
     loss_of: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = _MlmLoss(
-        prepared(model, compiled=compiled), ctx, mask
+        prepared(model, compiled=compiled, checkpointed=checkpointed), ctx, mask
     )
     if graphs == "callables" and ctx.cuda:
         loss_of = torch.cuda.make_graphed_callables(loss_of, (x, labels))
-    step = train(ctx, model, lambda b: loss_of(*b), static((x, labels)), graphed=graphs == "step")
-    notes = {"layers": layers, "attn": attn, "batch": batch, "graphs": graphs, "compiled": compiled}
+    step = train(
+        ctx, model, lambda b: loss_of(*b), static((x, labels)), graphed=graphs == "step",
+        after_step=after_step,
+    )  # fmt: skip
+    notes = {"layers": layers, "attn": attn, "batch": batch, "graphs": graphs,
+             "compiled": compiled, "checkpointed": checkpointed}  # fmt: skip
     return Workload(loop(step), batch * seq, "tokens", notes)
 
 

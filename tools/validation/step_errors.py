@@ -1,7 +1,7 @@
 """The unprofiled step of every validation run three ways: the recorder's median of 20 steps
 (measured), the hook's median of its unprofiled steps, and the profiler-overhead model's (no
-hook, no tag), per half (tools/validation/evaluate.HALVES). Used by benchmarks/bench_validation.py
-and tools/fit_step_model.py.
+hook, no tag), per half of the overhead model's (tools/validation/evaluate.OVERHEAD_HALVES).
+Used by benchmarks/bench_validation.py and tools/fit_step_model.py.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 from analysis.facts import Facts
 from analysis.step_model import HOOK_KEY, StepModel, hook_ms, step_model
-from tools.validation.evaluate import HALVES, unprofiled_ms
+from tools.validation.evaluate import OVERHEAD_HALVES, unprofiled_ms
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def step_errors(facts_of: Callable[[str], Facts], workloads: dict[str, Any]) -> 
         out.append(
             StepError(
                 workload=key,
-                half=HALVES.get(w["pair"], "unassigned"),
+                half=OVERHEAD_HALVES.get(w["pair"], "unassigned"),
                 host_bound=model.gpu_ms < HOST_BOUND_SHARE * measured
                 and not h.step_host["syncs"].any(),
                 measured_ms=measured,

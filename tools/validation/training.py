@@ -87,13 +87,20 @@ def _captured(body: Callable[[], Any], opt: torch.optim.Optimizer) -> Callable[[
     return graph.replay
 
 
-def prepared(model: nn.Module, *, compiled: bool = False, checkpointed: bool = False) -> nn.Module:
+Checkpointing = bool | str  # False, True (the framework's default kind) or "reentrant"
+
+
+def prepared(
+    model: nn.Module, *, compiled: bool = False, checkpointed: Checkpointing = False
+) -> nn.Module:
     """The module the loss calls: torch.compile'd (Inductor's default mode: fused kernels,
     no CUDA graphs), and/or with activation checkpointing as the framework enables it
-    (transformers: gradient_checkpointing_enable(); timm: set_grad_checkpointing())."""
+    (transformers: gradient_checkpointing_enable(), non-reentrant by default, reentrant with
+    checkpointed="reentrant"; timm: set_grad_checkpointing())."""
     if checkpointed:
         if hasattr(model, "gradient_checkpointing_enable"):
-            model.gradient_checkpointing_enable()
+            kwargs = {"use_reentrant": checkpointed == "reentrant"}
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
         else:
             model.set_grad_checkpointing(True)
     return torch.compile(model) if compiled else model

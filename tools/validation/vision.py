@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tools.validation.training import Precision, prepared, static, train
+from tools.validation.training import Checkpointing, Precision, prepared, static, train
 from tools.validation.workload import Ctx, Workload, forever, loop
 
 
@@ -22,14 +22,16 @@ def vision_train(
     channels_last: bool = True,
     precision: Precision = "bf16-autocast",
     compiled: bool = False,
-    checkpointed: bool = False,
+    checkpointed: Checkpointing = False,
     optimizer: str = "fused",
     graphed: bool = False,
+    after_step: Callable[[torch.Tensor], None] | None = None,
 ) -> Workload:
     """Image classification training. inputs: "device" (one batch already there), "pageable"
     or "pinned" (batches in host memory, copied each step), or "loader0"/"loader8" (FakeData
     with real transforms through a DataLoader of 0 or 8 workers). graphed=True (inputs on the
-    device): the whole step replayed from a CUDA graph (training.train)."""
+    device): the whole step replayed from a CUDA graph (training.train); after_step: called
+    with the loss after each step."""
     size = ctx.pick(224, 32)
     fmt = torch.channels_last if channels_last else torch.contiguous_format
     model = model.to(ctx.device, memory_format=fmt)
@@ -48,7 +50,7 @@ def vision_train(
     forward = prepared(model, compiled=compiled, checkpointed=checkpointed)
     step = train(
         ctx, model, lambda x: F.cross_entropy(forward(x), y), next_x, precision=precision,
-        optimizer=optimizer, graphed=graphed,
+        optimizer=optimizer, graphed=graphed, after_step=after_step,
     )  # fmt: skip
     notes = {"inputs": inputs, "channels_last": channels_last, "precision": precision,
              "compiled": compiled, "checkpointed": checkpointed, "graphed": graphed}  # fmt: skip
