@@ -174,8 +174,7 @@ _RULES = (
         "deviceProperties needed)",
         "k = the memory headroom (usable memory / peak reserved), at most max_batch_factor; "
         "per original batch the step becomes (max(GPU × k, host + loading × (k − 1)) + "
-        "waiting) / k: the host's per-step work stays, data loading, GPU work and the waiting in "
-        "allocator calls grow k×",
+        "waiting) / k: the host's per-step work stays, data loading and GPU work grow k×",
         "# per-GPU micro-batch k× larger; fewer accumulation steps keep the global batch:\n"
         "loader = DataLoader(ds, batch_size=k * micro_batch, ...)\n"
         "accum_steps = max(1, accum_steps // k)",

@@ -63,13 +63,10 @@ def small_batch(facts: Facts) -> Finding | None:
     if model is not None:
         # Per original batch: the GPU's work and the input preparation grow k×, the host's
         # launches and Python do not (conservative for GEMMs this small, which gain
-        # efficiency), and the step's waiting stays, except the allocator's: a cache given
-        # back every step is taken again for every activation, which grows with the batch
-        # (allocator-gpt2 at 4× the batch: 7.2 -> 52.5 ms in cudaMalloc/cudaFree a step).
+        # efficiency), and the step's waiting stays (D65: an emptied cache's waiting grew
+        # 1.5-2.7× at 4× the batch, so neither k× nor 1× is right for it).
         busy = model.gpu_ms
-        alloc = model.serial_share("alloc")
-        grown = max(busy * k, model.host_ms + loading * (k - 1)) + alloc * k
-        batched = (grown + model.serial_ms - alloc) / k
+        batched = (max(busy * k, model.host_ms + loading * (k - 1)) + model.serial_ms) / k
     else:
         busy = step * busy_pct / 100
         batched = max((step - loading) / k + loading, busy)
@@ -95,8 +92,7 @@ def small_batch(facts: Facts) -> Finding | None:
             f"{th['max_batch_factor']:g}), the time per original batch becomes "
             "(max(GPU × k, host + input × (k − 1)) + waiting) / k: input preparation (data "
             "loading, host code outside the model) grows with the batch and GPU work is "
-            "counted as growing k× (conservative), as does the waiting in allocator calls "
-            "(a cache emptied every step is refilled with the batch's activations)."
+            "counted as growing k× (conservative)."
         ),
         ops=tuple(sorted(set(g["op_name"]))),
     )
