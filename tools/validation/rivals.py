@@ -80,19 +80,23 @@ def rivals_of(source: str, session: str) -> list[str]:
     return [r for r, (p, _, n) in RIVALS.items() if p == source and n == session]
 
 
-def rival_verdicts(pair: str, measured: dict[str, float]) -> dict[str, bool]:
-    """finding -> whether its measured fix saved more than `pair`'s own in the same session
-    (the original pair: its replicate's, in each of its sessions); empty where none was
-    measured."""
+def rival_verdicts(pair: str, measured: dict[str, float], tie_ms: float) -> dict[str, bool]:
+    """finding -> whether its measured fix saved more than `pair`'s own in the same session,
+    or less by at most tie_ms (the original pair: its replicate's, in each of its sessions);
+    empty where none was measured."""
     if pair in PLANTED:
         verdicts: dict[str, bool] = {}
         for n, befores in SESSIONS.items():
             if pair in befores:
-                verdicts |= rival_verdicts(f"{pair}-{n}", measured)
+                verdicts |= rival_verdicts(f"{pair}-{n}", measured, tie_ms)
         return verdicts
     found = session_of(pair)
     if found is None or pair not in measured:
         return {}
     source, n = found
     session = {f"{source}-{n}", *rivals_of(source, n)} - {pair}
-    return {RIVAL_REPLICATES[q][2]: measured[q] > measured[pair] for q in session if q in measured}
+    return {
+        RIVAL_REPLICATES[q][2]: measured[q] > measured[pair] - tie_ms
+        for q in session
+        if q in measured
+    }
