@@ -3,9 +3,26 @@
 Every join is within a rank, so a run is linked a batch of ranks at a time
 (collectors.ingest.rank_write): what the ingest holds does not grow with the rank count."""
 
+
+def _with_steps(table: str) -> str:
+    """linked_{table}: the rows of raw_{table}, each with the last step started by its start if
+    that step has not ended by then. The ASOF join sorts its left side with every column it
+    carries, so it runs on the distinct starts alone and each row takes its start's step in a
+    hash join (cpu_ops' JSON text is not sorted)."""
+    return f"""
+CREATE VIEW {table}_steps AS
+WITH starts AS (SELECT DISTINCT rank, ts_ns FROM raw_{table})
+SELECT t.rank, t.ts_ns, CASE WHEN t.ts_ns < s.ts_ns + s.dur_ns THEN s.step END AS step
+FROM starts t ASOF LEFT JOIN step_marks s ON t.rank = s.rank AND t.ts_ns >= s.ts_ns;
+
+CREATE VIEW linked_{table} AS
+SELECT c.*, t.step FROM raw_{table} c LEFT JOIN {table}_steps t USING (rank, ts_ns);
+"""
+
+
 # Links and derived columns, over the raw_* tables rank_write registers: first the steps, then
 # (on a second connection, beside the cpu_ops write) the GPU activity.
-STEPS_SQL = """
+STEPS_SQL = f"""
 CREATE TABLE step_marks AS
 WITH marks AS (
     SELECT rank, name, ts_ns, dur_ns FROM raw_annotations
@@ -16,15 +33,7 @@ WITH marks AS (
 SELECT rank, TRY_CAST(split_part(name, '#', 2) AS INTEGER) AS step,
        min(ts_ns) AS ts_ns, max(ts_ns + dur_ns) - min(ts_ns) AS dur_ns
 FROM marks GROUP BY ALL HAVING step IS NOT NULL;
-
-CREATE VIEW linked_runtime_calls AS
-SELECT c.*, CASE WHEN c.ts_ns < s.ts_ns + s.dur_ns THEN s.step END AS step
-FROM raw_runtime_calls c ASOF LEFT JOIN step_marks s ON c.rank = s.rank AND c.ts_ns >= s.ts_ns;
-
-CREATE VIEW linked_cpu_ops AS
-SELECT c.*, CASE WHEN c.ts_ns < s.ts_ns + s.dur_ns THEN s.step END AS step
-FROM raw_cpu_ops c ASOF LEFT JOIN step_marks s ON c.rank = s.rank AND c.ts_ns >= s.ts_ns;
-
+{_with_steps("runtime_calls")}{_with_steps("cpu_ops")}
 CREATE VIEW linked_annotations AS SELECT * FROM raw_annotations;
 CREATE VIEW linked_collectives AS SELECT * FROM raw_collectives;
 CREATE VIEW linked_memory_events AS SELECT * FROM raw_memory_events;
@@ -34,17 +43,19 @@ CREATE VIEW linked_python_functions AS SELECT * FROM raw_python_functions;
 
 AFTER_GPU_LINK = ("gpu_events", "runtime_calls", "steps")  # on its connection
 GPU_LINK_SQL = """
-CREATE TABLE linked_gpu_events AS
-WITH launch AS (
-    SELECT rank, correlation, arg_min(name, ts_ns) AS launch_api, min(ts_ns) AS launch_ts_ns,
-           arg_min(external_id, ts_ns) AS launch_external_id, arg_min(step, ts_ns) AS step
-    FROM linked_runtime_calls
-    WHERE category <> 'sync' AND correlation IS NOT NULL
-    GROUP BY rank, correlation
-)
+-- The launches are a table and the GPU rows a view over them: step_gpu reads a few of its
+-- columns and the write streams the rest, where a table of the joined rows copied them all.
+CREATE TABLE launches AS
+SELECT rank, correlation, arg_min(name, ts_ns) AS launch_api, min(ts_ns) AS launch_ts_ns,
+       arg_min(external_id, ts_ns) AS launch_external_id, arg_min(step, ts_ns) AS step
+FROM linked_runtime_calls
+WHERE category <> 'sync' AND correlation IS NOT NULL
+GROUP BY rank, correlation;
+
+CREATE VIEW linked_gpu_events AS
 SELECT g.*, coalesce(g.external_id, l.launch_external_id) AS op_external_id,
        l.launch_api, l.launch_ts_ns, l.step
-FROM raw_gpu_events g LEFT JOIN launch l ON g.rank = l.rank AND g.correlation = l.correlation;
+FROM raw_gpu_events g LEFT JOIN launches l ON g.rank = l.rank AND g.correlation = l.correlation;
 
 CREATE TABLE step_gpu AS
 WITH iv AS (

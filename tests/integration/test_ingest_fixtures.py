@@ -8,6 +8,7 @@ processes meanwhile, so the whole module costs about one pass over the traces.
 
 from __future__ import annotations
 
+import bisect
 import json
 import multiprocessing
 from collections import Counter
@@ -206,6 +207,30 @@ def test_steps_match_profiler_steps(ingested: Ingested, label: str) -> None:
     got = ingested.of_run("SELECT run_id, rank, step FROM steps ORDER BY ALL", label)
     expected = sorted((r.rank, s) for r in ingested.raw[label] for s in r.steps)
     assert got == expected
+
+
+@pytest.mark.parametrize("label", LABELS)
+@pytest.mark.parametrize("table", ["cpu_ops", "runtime_calls"])
+def test_rows_take_the_step_that_holds_their_start(
+    ingested: Ingested, label: str, table: str
+) -> None:
+    """The link gives each row the last step started by its start, if that step has not
+    ended by then (counted here with a bisect over the steps' spans)."""
+    spans: dict[int, list[tuple[int, int, int]]] = {}
+    for rank, step, ts, dur in ingested.of_run(
+        "SELECT run_id, rank, step, ts_ns, dur_ns FROM steps ORDER BY ALL", label
+    ):
+        spans.setdefault(rank, []).append((ts, ts + dur, step))
+    for by_start in spans.values():
+        by_start.sort()
+    starts = {rank: [start for start, _, _ in by_start] for rank, by_start in spans.items()}
+    rows = ingested.of_run(f"SELECT run_id, rank, ts_ns, step FROM {table}", label)
+    expected: Counter[tuple[int, int | None]] = Counter()
+    for rank, ts, _ in rows:
+        at = bisect.bisect_right(starts.get(rank, []), ts) - 1
+        holds = at >= 0 and ts < spans[rank][at][1]
+        expected[rank, spans[rank][at][2] if holds else None] += 1
+    assert Counter((rank, step) for rank, _, step in rows) == expected
 
 
 @pytest.mark.parametrize("label", LABELS)
