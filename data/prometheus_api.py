@@ -1,4 +1,5 @@
-"""Prometheus' HTTP API as the dashboard uses it: one query_range, its answer checked.
+"""Prometheus' HTTP API as the dashboard uses it: a query_range, or a range vector's query,
+its answer checked.
 
 Every byte of an answer is someone else's text. The answer's shape is checked (a status, a
 matrix of series, string labels, [time, "value"] points), an answer over 64 MiB is refused, a
@@ -14,7 +15,7 @@ import json
 import math
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.error import HTTPError, URLError
@@ -67,6 +68,26 @@ def query_range(
     return list(_points(url, _post(url, "/api/v1/query_range", form, timeout_s)))
 
 
+def query_samples(
+    url: str,
+    selector: str,
+    span_ms: int,
+    end_ns: int,
+    column_of: Callable[[str], str | None],
+    *,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> list[Point]:
+    """POST /api/v1/query of `selector[span_ms]` at end_ns: every scrape stored in that range,
+    at its own time (a range vector, where query_range evaluates on a grid). Each series'
+    column is `column_of(its name)`; series it names none of are left out."""
+    form = {
+        "query": f"{selector}[{span_ms}ms]",
+        "time": f"{end_ns / 1e9:.3f}",
+        "timeout": f"{timeout_s:g}s",
+    }
+    return list(_points(url, _post(url, "/api/v1/query", form, timeout_s), column_of))
+
+
 def _post(url: str, path: str, form: Mapping[str, str], timeout_s: float) -> Any:
     request = urllib.request.Request(
         url + path,
@@ -89,8 +110,18 @@ def _post(url: str, path: str, form: Mapping[str, str], timeout_s: float) -> Any
         raise PrometheusError(f"{url}: the answer is not JSON") from None
 
 
-def _points(url: str, answer: Any) -> Iterable[Point]:
-    """The points of a query_range answer; PrometheusError when it is not one."""
+def _tagged(labels: Mapping[str, str]) -> tuple[str, str] | None:
+    """(column, part) of a clause data.reads_prometheus tagged."""
+    column = labels.get("dash_col")
+    return None if column is None else (column, labels.get("dash_part", "v"))
+
+
+def _points(
+    url: str, answer: Any, column_of: Callable[[str], str | None] | None = None
+) -> Iterable[Point]:
+    """The points of a matrix answer (query_range, or a range vector's query); a series'
+    column is its tags' or, given column_of, column_of(its name). PrometheusError when the
+    answer is not one."""
     if not isinstance(answer, dict):
         raise PrometheusError(f"{url}: not a Prometheus API answer")
     if answer.get("status") != "success":
@@ -108,9 +139,14 @@ def _points(url: str, answer: Any) -> Iterable[Point]:
             raise PrometheusError(f"{url}: a series without labels or values")
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
             raise PrometheusError(f"{url}: a label that is not a string")
-        column, part = labels.get("dash_col"), labels.get("dash_part", "v")
-        if column is None:
-            continue  # not one of our clauses (cannot happen with Prometheus' own server)
+        if column_of is None:
+            found = _tagged(labels)
+        else:
+            named = column_of(labels.get("__name__", ""))
+            found = None if named is None else (named, "v")
+        if found is None:
+            continue  # not one of ours (a clause always is with Prometheus' own server)
+        column, part = found
         rest = tuple(sorted((k, v) for k, v in labels.items() if k not in TAGS))
         for pair in values:
             if not (isinstance(pair, list) and len(pair) == 2):

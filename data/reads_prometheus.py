@@ -2,14 +2,16 @@
 
 `PrometheusTelemetry` answers the same reads as the lake (data.telemetry_source) with the
 same frame columns and types, so analysis and pages do not care where samples came from.
-Everything goes through /api/v1/query_range (POST, with a timeout): one request per read, the
+Everything is one request per read (POST, with a timeout): /api/v1/query_range with the
 columns of a read joined into one PromQL expression by `or`, each tagged with a `dash_col`
-label. Names and units: data.prometheus_names; series are converted back to our units
-(ratios to %, MiB to bytes, W to mW, B/s to MiB/s: column = series × scale).
+label, or /api/v1/query of one range vector for raw samples. Names and units:
+data.prometheus_names; series are converted back to our units (ratios to %, MiB to bytes, W to
+mW, B/s to MiB/s: column = series × scale).
 
-- Raw samples: per column `last_over_time(M[S])` at step S keeps each scrape once, and
-  `timestamp(M)` beside it gives the scrape's own time (docs/decisions.md D23). S is 100 ms,
-  or the span / 10 000 for long spans (Prometheus answers at most 11 000 points a series).
+- Raw samples: up to EXACT_SPAN_NS, one range vector of every sample series' name, each
+  scrape at its own time (D68). Longer: per column `last_over_time(M[S])` at step S keeps a
+  scrape a step, and `timestamp(M)` beside it gives the scrape's own time (D23), with S the
+  span / 10 000 (Prometheus answers at most 11 000 points a series).
 - Buckets: `avg_over_time` / `max_over_time` / `min_over_time` / `count_over_time` at step =
   the bucket, and the clock-event mask OR-ed bit by bit (`M % 2b >= bool b` over a subquery).
 - Every byte of an answer is someone else's text: data.prometheus_api checks its shape; label
@@ -30,7 +32,14 @@ import duckdb
 import pyarrow as pa
 
 from data.errors import PrometheusError
-from data.prometheus_api import DEFAULT_TIMEOUT_S, Point, checked_url, ns_of, query_range
+from data.prometheus_api import (
+    DEFAULT_TIMEOUT_S,
+    Point,
+    checked_url,
+    ns_of,
+    query_range,
+    query_samples,
+)
 from data.prometheus_names import (
     FB_PARTS,
     HOST_LABELS,
@@ -47,11 +56,15 @@ if TYPE_CHECKING:
 
 MAX_POINTS = 10_000  # below Prometheus' 11 000 points per series of one query_range
 MIN_STEP_MS = 100  # the agent's shortest interval
+# Raw reads up to this span take every scrape (a range vector): 24 series at 0.1 s a GPU are
+# about 3 MB of answer a GPU, far below MAX_ANSWER_BYTES; longer ones a grid of MAX_POINTS.
+EXACT_SPAN_NS = 300 * 10**9
 GPU_LOOKBACK = "1h"  # gpus(): samples counted over this; a GPU needs one in the last 5 min
 CLOCK_BITS = (0x1, 0x2, 0x4, 0x8, 0x10, 0x20, 0x40, 0x80, 0x100)  # nvmlClocksEventReason*
 _GPU_LABEL = re.compile(r"[0-9]{1,4}")
 
 BY_COLUMN: dict[str, Series] = {s.column: s for s in (*SAMPLE_SERIES, *INVENTORY_SERIES)}
+_BY_NAME: dict[str, str] = {n: s.column for s in SAMPLE_SERIES for n in s.names}
 # Series that say a GPU is there (the first that has a sample counts), in dcgm-exporter's
 # default counters as in the agent's.
 PRESENCE = ("sm_clock_mhz", "util_gpu_pct", "mem_used_bytes")
@@ -92,7 +105,9 @@ class PrometheusTelemetry:
         """Raw samples with start_ns <= ts_ns < end_ns (on `hosts`, when given): the
         gpu_samples columns, by host, gpu, time; ts_ns is the scrape's time."""
         rows: dict[tuple[str, int, int], dict[str, Any]] = {}
-        if end_ns > start_ns:
+        if 0 < end_ns - start_ns <= EXACT_SPAN_NS:
+            rows = self._scrapes(start_ns, end_ns)
+        elif end_ns > start_ns:
             step_ms = max(MIN_STEP_MS, math.ceil((end_ns - start_ns) / 1e6 / MAX_POINTS))
             window = f"[{step_ms}ms]"
             clauses = []
@@ -110,6 +125,23 @@ class PrometheusTelemetry:
             arrow_schema("gpu_samples"),
         )
         return _frame(table)
+
+    def _scrapes(self, start_ns: int, end_ns: int) -> dict[tuple[str, int, int], dict[str, Any]]:
+        """Every scrape of every sample series in [start_ns, end_ns), at its own time: one
+        range vector of all their names (a grid of last_over_time merges scrapes closer than
+        its step, which a loaded Prometheus makes: 15 of 21 kept in one 2 s window)."""
+        span_ms = math.ceil((end_ns - start_ns) / 1e6) + 1  # the range ends at end_ns
+        selector = '{__name__=~"' + "|".join(_BY_NAME) + '"}'
+        points = query_samples(
+            self.url, selector, span_ms, end_ns, _BY_NAME.get, timeout_s=self.timeout_s
+        )
+        rows: dict[tuple[str, int, int], dict[str, Any]] = {}
+        for p in points:
+            key = _gpu_key(p.labels)
+            if key is None or not start_ns <= p.eval_ns < end_ns:
+                continue
+            _put(rows, key, p.eval_ns, p)
+        return rows
 
     def bucketed(self, start_ns: int, end_ns: int, bucket_ns: int) -> pd.DataFrame:
         """Samples in [start_ns, end_ns) per (host, gpu, bucket), as
@@ -262,15 +294,20 @@ def _raw_rows(
         if p.part != "v" or key is None or stamp is None:
             continue
         ts = ns_of(stamp)
-        if not start_ns <= ts < end_ns:
-            continue
-        row = rows.setdefault(
-            (*key, ts),
-            {"host": key[0], "gpu": key[1], "ts_ns": ts, "source": _source(p.labels)},
-        )
-        if p.value is not None:
-            row.setdefault(p.column, _unit(p.column, p.value))
+        if start_ns <= ts < end_ns:
+            _put(rows, key, ts, p)
     return rows
+
+
+def _put(
+    rows: dict[tuple[str, int, int], dict[str, Any]], key: tuple[str, int], ts: int, p: Point
+) -> None:
+    """p's value into the row of its GPU's scrape at ts."""
+    row = rows.setdefault(
+        (*key, ts), {"host": key[0], "gpu": key[1], "ts_ns": ts, "source": _source(p.labels)}
+    )
+    if p.value is not None:
+        row.setdefault(p.column, _unit(p.column, p.value))
 
 
 def _gpu_key(labels: tuple[tuple[str, str], ...]) -> tuple[str, int] | None:

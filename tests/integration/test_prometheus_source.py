@@ -30,6 +30,7 @@ from helpers.rules import fire
 from analysis.facts import gather
 from analysis.telemetry import alerts
 from collectors.ingest import ingest
+from data import reads_prometheus
 from data.errors import PrometheusError
 from data.prometheus_names import SAMPLE_SERIES
 from data.reads_prometheus import PrometheusTelemetry
@@ -97,8 +98,13 @@ def recent(url: str, seconds: float, hosts: list[str] | None = None) -> pd.DataF
     return PrometheusTelemetry(url).samples(now - int(seconds * 1e9), now, hosts)
 
 
+@pytest.mark.parametrize("grid", [False, True], ids=["every-scrape", "grid"])
 @pytest.mark.parametrize("host", ["node-gemm", "node-copy"])
-def test_agent_series_read_back_equal_the_replayed_csv(cluster: Cluster, host: str) -> None:
+def test_agent_series_read_back_equal_the_replayed_csv(
+    cluster: Cluster, host: str, grid: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if grid:  # a span over EXACT_SPAN_NS is read on a grid of last_over_time (D23)
+        monkeypatch.setattr(reads_prometheus, "EXACT_SPAN_NS", 0)
     got = recent(cluster.url, 20, [host])
     rows = recorded(cluster.csv[host])
     assert len(got) >= 50
