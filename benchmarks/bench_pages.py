@@ -10,11 +10,18 @@ first, is this machine's floor under every figure. Each page is opened first wit
 server's caches empty ("first") and then N more times in fresh browser sessions ("again",
 the median).
 
+"nav": the same pages reached as a user moves through the app, in a server started afresh: a
+click on the sidebar's link (or, to change run, a pick in the sidebar's run box) until the
+page is rendered, without reloading the app (its scripts, Plotly included, stay loaded). Each
+run is picked on its Overview, then every run page is visited; a second round over the big
+run's pages gives the warm figures.
+
 A zoom step is one wheel notch on the timeline's canvas until the component has drawn the new
 window's detail, measured in Python from the wheel event (so the component's 140 ms wait for
 the wheel to stop is included) and, by the component, from its request to the drawn detail.
 
     python benchmarks/bench_pages.py [--data DIR] [--again 2] [--zoom-steps 8] [--pages P ...]
+                                     [--no-direct] [--no-nav]
 
 DIR is a store holding the demo runs and the benchmark run; without it, a temporary one is
 made (the demo runs by the server's first start, the benchmark run from
@@ -46,6 +53,22 @@ OUT = ROOT / "benchmarks" / "out" / "pages.json"
 RUN_FREE = ("runs", "upload", "live", "compare")  # pages that do not show the sidebar's run
 RUN_PAGES = ("overview", "operators", "kernels", "roofline", "bandwidth", "memory",
              "breakdown", "timeline", "recommendations", "report")  # fmt: skip
+TITLES = {
+    "runs": "Runs",
+    "upload": "Upload",
+    "live": "Live GPUs",
+    "compare": "Compare",
+    "overview": "Overview",
+    "operators": "Operators",
+    "kernels": "Kernels",
+    "roofline": "Roofline",
+    "bandwidth": "HBM bandwidth",
+    "memory": "Memory",
+    "breakdown": "Breakdown",
+    "timeline": "Timeline",
+    "recommendations": "Recommendations",
+    "report": "Report",
+}  # app.py's nav; fmt: skip
 VIEWPORT = {"width": 1600, "height": 1000}
 
 
@@ -61,6 +84,59 @@ def page_seconds(browser: Any, url: str) -> float:
         return done
     finally:
         page.close()
+
+
+def stable_ms(page_name: str) -> int:
+    return 250 if page_name == "live" else 600  # Live reruns its charts every second
+
+
+def nav_seconds(page: Any, page_name: str) -> float:
+    """Seconds from a click on the sidebar's link to `page_name` until it is rendered."""
+    more = page.get_by_test_id("stSidebarNavViewButton")
+    if more.count() and "more" in more.inner_text().lower():
+        more.click()  # the sidebar lists the first pages only until asked
+    clicked = float(page.evaluate("performance.now()")) / 1e3
+    nav = page.get_by_test_id("stSidebarNav")
+    nav.get_by_role("link", name=TITLES[page_name], exact=True).click()
+    page.wait_for_url(lambda u: f"/{page_name}" in u or (page_name == "runs" and "/?" not in u))
+    return float(settle(page, timeout_ms=120_000, stable_ms=stable_ms(page_name))) - clicked
+
+
+def pick_seconds(page: Any, run_id: str) -> float:
+    """Seconds from picking `run_id` in the sidebar's run box until the page is rendered."""
+    page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").click()
+    option = page.get_by_role("option").filter(has_text=run_id.rsplit("-", 1)[-1])
+    clicked = float(page.evaluate("performance.now()")) / 1e3
+    option.click()
+    page.wait_for_url(f"**run={run_id}*")
+    return float(settle(page, timeout_ms=120_000)) - clicked
+
+
+def in_app(browser: Any, url: str, targets: list[tuple[str, str]], big: str) -> dict[str, Any]:
+    """Every page reached through the sidebar (module docstring): {"page · run": seconds}."""
+    out: dict[str, Any] = {}
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(f"{url}/upload", wait_until="commit")
+    settle(page, timeout_ms=120_000)
+    out["overview · default run (link)"] = nav_seconds(page, "overview")
+    for name, run_id in targets:
+        if f"run={run_id}" not in page.url:
+            if "/overview" not in page.url:
+                nav_seconds(page, "overview")
+            out[f"overview · {name} (picked)"] = pick_seconds(page, run_id)
+        for page_name in RUN_PAGES[1:]:
+            out[f"{page_name} · {name}"] = nav_seconds(page, page_name)
+        done = " ".join(f"{k.split(' · ')[0]} {v:.2f}" for k, v in out.items() if name in k)
+        print(f"nav {name:28} {done}", flush=True)
+    for page_name in RUN_FREE:
+        out[f"{page_name} · -"] = nav_seconds(page, page_name)
+    nav_seconds(page, "overview")
+    if f"run={big}" not in page.url:
+        pick_seconds(page, big)
+    for page_name in (*RUN_PAGES[1:], "overview"):
+        out[f"{page_name} · big (again)"] = nav_seconds(page, page_name)
+    page.close()
+    return out
 
 
 def bare_script(folder: Path) -> Path:
@@ -98,24 +174,9 @@ def load() -> dict[str, float]:
     return {"load_1m": one, "load_5m": five, "load_15m": fifteen}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", type=Path, help="a store holding the demo runs and the big run")
-    ap.add_argument("--again", type=int, default=2, help="visits after the first, per page")
-    ap.add_argument("--zoom-steps", type=int, default=8)
-    ap.add_argument("--pages", nargs="+", choices=(*RUN_FREE, *RUN_PAGES),
-                    default=(*RUN_FREE, *RUN_PAGES), help="only these pages")  # fmt: skip
-    args = ap.parse_args()
-    data = args.data or Path(tempfile.mkdtemp(prefix="bench-pages-"))
-    result: dict[str, Any] = {"cpus": os.cpu_count(), "started": time.strftime("%F %T %Z"),
-                              "load_before": load(), "pages": {}}  # fmt: skip
-    with dashboard(data) as url, playwright.sync_playwright() as p:
-        page_seconds(launch(p), f"{url}/runs")  # the server's first start ingests the demo runs
-    if not (Store(data).runs()["name"] == "big").any():
-        ingest([BIG], data_dir=data, name="big")
-    runs = Store(data).runs()
-    big = str(runs.loc[runs["name"] == "big", "run_id"].iloc[0])
-    naive = str(runs.loc[runs["name"].str.contains("fp32_naive"), "run_id"].iloc[0])
+def direct(args: Any, result: dict[str, Any], data: Path, targets: list[tuple[str, str]],
+           naive: str, big: str) -> None:  # fmt: skip
+    """The bare page, every page loaded by its URL in a new browser context, and the zoom."""
     with dashboard(data, bare_script(data)) as url, playwright.sync_playwright() as p:
         browser = launch(p)
         first = page_seconds(browser, url)
@@ -125,7 +186,6 @@ def main() -> None:
         print(f"{'bare page':45} first {first:5.2f} s  again {bare['again_s']:5.2f} s")
     with dashboard(data) as url, playwright.sync_playwright() as p:
         browser = launch(p)
-        targets = list(zip(runs["name"], runs["run_id"], strict=True))
         free = {p: [("-", "")] for p in RUN_FREE}
         free["compare"] = [("default pair", ""), ("naive vs big", f"?before={naive}&after={big}")]
         for page in args.pages:
@@ -145,6 +205,37 @@ def main() -> None:
                 f"{z['request_to_drawn_s']:.2f} s request→drawn, window {z['window_us']:,.0f} µs"
             )
         browser.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, help="a store holding the demo runs and the big run")
+    ap.add_argument("--again", type=int, default=2, help="visits after the first, per page")
+    ap.add_argument("--zoom-steps", type=int, default=8)
+    ap.add_argument("--pages", nargs="+", choices=(*RUN_FREE, *RUN_PAGES),
+                    default=(*RUN_FREE, *RUN_PAGES), help="only these pages")  # fmt: skip
+    ap.add_argument("--no-direct", action="store_true", help="skip the loads by URL and zoom")
+    ap.add_argument("--no-nav", action="store_true", help="skip the visits through the app")
+    args = ap.parse_args()
+    data = args.data or Path(tempfile.mkdtemp(prefix="bench-pages-"))
+    result: dict[str, Any] = {"cpus": os.cpu_count(), "started": time.strftime("%F %T %Z"),
+                              "load_before": load(), "pages": {}}  # fmt: skip
+    with dashboard(data) as url, playwright.sync_playwright() as p:
+        page_seconds(launch(p), f"{url}/runs")  # the server's first start ingests the demo runs
+    if not (Store(data).runs()["name"] == "big").any():
+        ingest([BIG], data_dir=data, name="big")
+    runs = Store(data).runs()
+    big = str(runs.loc[runs["name"] == "big", "run_id"].iloc[0])
+    naive = str(runs.loc[runs["name"].str.contains("fp32_naive"), "run_id"].iloc[0])
+    targets = list(zip(runs["name"], runs["run_id"], strict=True))
+    if not args.no_direct:
+        direct(args, result, data, targets, naive, big)
+    if not args.no_nav:
+        with dashboard(data) as url, playwright.sync_playwright() as p:
+            browser = launch(p)
+            result["nav"] = in_app(browser, url, targets, big)
+            browser.close()
+        OUT.write_text(json.dumps(result, indent=1))
     result["load_after"] = load()
     OUT.write_text(json.dumps(result, indent=1))
 

@@ -87,3 +87,17 @@ def run_samples(
         return source.samples(0, 0)
     hosts = reads_telemetry.run_hosts(store, run_id)
     return source.samples(window[0] - pad_ns, window[1] + pad_ns, hosts or None)
+
+
+def thinned(source: TelemetrySource, samples: pd.DataFrame, points_per_gpu: int) -> pd.DataFrame:
+    """Raw `samples` as a chart draws them: themselves when they hold at most points_per_gpu
+    rows per GPU, else the same GPUs bucketed over the same span into at most that many
+    buckets (source.bucketed's columns), so that a long run draws as cheaply as the Live
+    window."""
+    keys = set(zip(samples["host"], samples["gpu"], strict=True))
+    if len(samples) <= points_per_gpu * len(keys):
+        return samples
+    lo, hi = int(samples["ts_ns"].min()), int(samples["ts_ns"].max()) + 1
+    frame = source.bucketed(lo, hi, -(-(hi - lo) // points_per_gpu))
+    keep = [k in keys for k in zip(frame["host"], frame["gpu"], strict=True)]
+    return frame[keep].reset_index(drop=True)

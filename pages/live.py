@@ -15,12 +15,19 @@ from analysis.telemetry import age_text, alerts, clock_reasons, freshness, gpu_l
 from analysis.text import fmt_bytes
 from data import reads_telemetry as rt
 from data.errors import DashError
-from data.telemetry_source import open_telemetry, prometheus_url_from_env, run_samples
+from data.telemetry_source import (
+    open_telemetry,
+    prometheus_url_from_env,
+    run_samples,
+    thinned,
+)
 from pages._ui import fmt_time_ns, md, run_labels, show_error, store
 
 WINDOWS = {"1 min": 60, "5 min": 300, "15 min": 900, "1 h": 3600, "6 h": 21600, "24 h": 86400}
 REFRESH = {"1 s": "1s", "5 s": "5s", "off": None}
-POINTS_PER_LINE = 600  # time buckets per chart line: enough for the eye, cheap to draw
+# Time buckets per chart line: enough for the eye, cheap to draw as SVG (analysis/figures/
+# telemetry.py); a run's telemetry with more samples per GPU is bucketed to as many.
+POINTS_PER_LINE = 600
 ALERT_WINDOW_NS = 60 * 10**9
 ICONS = {"throttling": "🌡️", "memory": "💾", "utilization-trap": "🪤"}
 
@@ -192,4 +199,5 @@ else:
             f"{md(src.label)}; the trace spans {fmt_time_ns(run_span[0])} to "
             f"{fmt_time_ns(run_span[1])}"
         )
-        st.plotly_chart(gpu_panels(during, RUN_PANELS), width="stretch")
+        drawn = thinned(src, during, POINTS_PER_LINE)
+        st.plotly_chart(gpu_panels(drawn, RUN_PANELS), width="stretch")

@@ -1,8 +1,10 @@
 """Plotly figures of GPU telemetry, shared by the Live page and the run (bandwidth) views.
 
 Input frames are gpu_samples rows, raw or bucketed (data.reads_telemetry), with Unix-ns
-`ts_ns`. One figure, one row per panel, one line per GPU (WebGL lines: a day of 8 GPUs
-bucketed to ~1000 points per line draws in well under a second).
+`ts_ns`. One figure, one row per panel, one line per GPU. SVG lines, not WebGL: the pages
+bucket each line to at most 600 points, which SVG draws in a fraction of WebGL's start-up in a
+browser without a GPU (the Live page reached from another page: 3.4 -> 0.5 s in headless
+Chromium, docs/decisions.md D69), and a page that redraws every second keeps no GL context.
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ def gpu_panels(
     values = {key: _values(frame, PANELS[key]).to_numpy() for key in panels}
     throttled = (frame["clocks_event_reasons"].fillna(0).astype("int64") & THROTTLE_BITS) > 0
     throttled_at = throttled.to_numpy()
-    traces: list[go.Scattergl] = []
+    traces: list[go.Scatter] = []
     shapes: list[dict[str, object]] = []
     groups = frame.groupby(["host", "gpu"], sort=True).indices
     for n, (group, at) in enumerate(sorted(groups.items())):
@@ -78,7 +80,7 @@ def gpu_panels(
         for i, key in enumerate(panels, start=1):
             panel, yaxis = PANELS[key], f"y{i}"
             traces.append(
-                go.Scattergl(
+                go.Scatter(
                     x=time[at], y=values[key][at], yaxis=yaxis, mode="lines",
                     name=name, legendgroup=name, showlegend=i == 1,
                     line={"color": color, "width": 1.5},
@@ -88,7 +90,7 @@ def gpu_panels(
             if key == "clock":
                 hit = at[throttled_at[at]]
                 traces.append(
-                    go.Scattergl(
+                    go.Scatter(
                         x=time[hit], y=values[key][hit], yaxis=yaxis, mode="markers",
                         name=f"{name} throttled", legendgroup=name, showlegend=False,
                         marker={"color": "#d62728", "size": 5, "symbol": "x"},

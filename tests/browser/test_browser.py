@@ -108,3 +108,30 @@ def test_report_downloads_open(server: str, data_dir: Path, tmp_path: Path) -> N
     assert 'id="recommendations"' in html
     assert len(html) > 3_000_000  # plotly.js inlined: opens offline (URLs: test_report_export)
     assert files[".pdf"].read_bytes().startswith(b"%PDF-")
+
+
+def test_live_gpus_draws_the_demo_telemetry(server: str, data_dir: Path) -> None:
+    """The Live page in Chromium on the demo telemetry (an H200 recording replayed with its
+    recorded times): called old, not live, and every panel drawn as SVG lines (no WebGL
+    context: D69) under the titles the figure gives them."""
+    with playwright.sync_playwright() as p:
+        browser = launch(p)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        _demo_runs(page, server, data_dir)
+        page.goto(f"{server}/live")
+        settle(page, timeout_ms=120_000, stable_ms=250)
+        chart = page.locator(".js-plotly-plot").first
+        text = "els => els.map(e => e.textContent)"  # SVG text has no innerText
+        titles = chart.locator("g[class^='g-y'][class$='title'] text").evaluate_all(text)
+        lines = chart.locator(".scatterlayer path.js-line").count()
+        gl = chart.locator("canvas").count()
+        legend = chart.locator(".legendtext").evaluate_all(text)
+        body = page.get_by_test_id("stMain").inner_text()
+        browser.close()
+    assert titles[:3] == ["SM activity %", "utilization.gpu %", "HBM bandwidth % of peak"]
+    assert len(titles) == 9
+    assert lines >= 9 * len(legend)  # a line per GPU in every panel
+    assert gl == 0
+    assert legend
+    assert all(name.startswith("demo · GPU ") for name in legend)
+    assert "Not live: the newest sample is" in body

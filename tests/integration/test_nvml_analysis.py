@@ -26,7 +26,7 @@ from collectors.nvml import NvmlSampler
 from collectors.nvml_source import ReplaySource, read_recording
 from data import reads_telemetry as rt
 from data.store import Store
-from data.telemetry_source import LakeTelemetry, run_samples
+from data.telemetry_source import LakeTelemetry, run_samples, thinned
 
 PHASES = REPO / "data" / "samples" / "nvml_phases_h200.csv"
 
@@ -137,6 +137,27 @@ def test_a_trace_run_gets_the_telemetry_of_its_window(tmp_path: Path) -> None:
     assert set(during["ts_ns"]) == set(recorded["ts_ns"])
     assert during["ts_ns"].between(start - 10**9, end + 10**9).all()
     assert run_samples(lake, store, run_id, pad_ns=0)["ts_ns"].between(start, end).all()
+
+
+def test_a_long_runs_telemetry_is_drawn_bucketed(tmp_path: Path) -> None:
+    # GIVEN the six-phase H200 recording in a store: 217 samples of one GPU
+    s = NvmlSampler(tmp_path, host="h200", source=ReplaySource([PHASES], keep_time=True))
+    s.open()
+    s.drain()
+    s.close()
+    lake = LakeTelemetry(Store(tmp_path))
+    raw = lake.samples(0, 2**62)
+    assert len(raw) == len(pd.read_csv(PHASES))
+    # WHEN a chart may draw 20 points per GPU
+    drawn = thinned(lake, raw, 20)
+    # THEN it gets at most 20 buckets that hold every sample, over the same span, and the
+    # GEMM phase's tensor activity survives the averaging
+    assert 15 <= len(drawn) <= 20
+    assert drawn["samples"].sum() == len(raw)
+    assert drawn["ts_ns"].min() == raw["ts_ns"].min()
+    assert drawn["ts_ns"].max() <= raw["ts_ns"].max()
+    assert drawn["gpm_tensor_util_pct"].max() > 50
+    assert thinned(lake, raw, len(raw)) is raw  # few enough: the raw samples themselves
 
 
 TWO_GPUS = REPO / "data" / "samples" / "nvml_phases_2xh200.csv"
