@@ -84,10 +84,14 @@ def test_a_caller_that_gives_up_stops_the_ingest(tmp_path: Path) -> None:
     ingest_child([SMALL], data_dir=d)
     before = lake_files(d)
 
+    seen: list[tuple[str, float]] = []
+
     def give_up(stage: str, fraction: float) -> None:
+        seen.append((stage, fraction))
         raise RuntimeError("the page was left")
 
     with pytest.raises(RuntimeError, match="the page was left"):
         ingest_child([OTHER], data_dir=d, on_progress=give_up)
+    assert seen == [("parse", 0.0)]  # told before the parse began, with all of it to stop
     assert lake_files(d) == before  # no run, no staging folder, no claim
     assert len(Store(d).runs()) == 1
