@@ -5,9 +5,12 @@ starts a bf16 GEMM loop in another process (a job beside the agent, its CUDA con
 before the phase starts so the driver's start-up is not in it), then idle again. Every tick's
 `sample_cost_ns` (what the agent spent reading one GPU) is read back from the store and split
 by phase. Writes OUT/agent_tick.json: per phase, ticks, median, p99, max (µs), ticks over 1 ms and
-when they came (seconds into the phase).
+when they came (seconds into the phase), and how many of those overlapped one of the agent's
+garbage collections or followed one of its segment writes (both logged around the unchanged
+agent: OUT/agent_events.json).
+ROUNDS repeats the GEMM phase and the idle after it, each time in a new process.
 
-Usage: python tools/nvml_agent_tick.py OUT_DIR [IDLE_S] [GEMM_S]
+Usage: python tools/nvml_agent_tick.py OUT_DIR [IDLE_S] [GEMM_S] [ROUNDS]
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import pyarrow.parquet as pq
 OUT = Path(sys.argv[1] if len(sys.argv) > 1 else "agent_tick_out")
 IDLE_S = float(sys.argv[2]) if len(sys.argv) > 2 else 40.0
 GEMM_S = float(sys.argv[3]) if len(sys.argv) > 3 else 40.0
+ROUNDS = int(sys.argv[4]) if len(sys.argv) > 4 else 1
 STORE = Path("/tmp/nvml_agent_tick_store")  # not under OUT: only flat files come back
 GEMM = """
 import sys, time, torch
@@ -37,62 +41,110 @@ end = time.monotonic() + float(sys.argv[1])
 while time.monotonic() < end:
     torch.mm(a, b); torch.cuda.synchronize()
 """
+# The agent as `python -m collectors.nvml` runs it, with every garbage collection (start in
+# wall ns, length in ns, generation) and every segment write (start, length) written to
+# argv[1] at exit.
+AGENT = """
+import atexit, gc, json, sys, time
+import collectors.nvml as agent
+log, start = {"gc": [], "flush": []}, {}
+def note(phase, info):
+    if phase == "start":
+        start["t"], start["w"] = time.perf_counter_ns(), time.time_ns()
+    else:
+        log["gc"].append((start["w"], time.perf_counter_ns() - start["t"], info["generation"]))
+gc.callbacks.append(note)
+flush = agent.NvmlSampler.flush
+def timed_flush(self):
+    w, t = time.time_ns(), time.perf_counter_ns()
+    flush(self)
+    log["flush"].append((w, time.perf_counter_ns() - t))
+agent.NvmlSampler.flush = timed_flush
+out = sys.argv.pop(1)
+atexit.register(lambda: open(out, "w").write(json.dumps(log)))
+sys.exit(agent.main(sys.argv[1:]))
+"""
+AFTER_FLUSH_NS = 120_000_000  # a tick starting this soon after a segment write ended
 
 
-def stats(ticks: list[tuple[int, int]], start_ns: int) -> dict[str, object]:
+def stats(
+    ticks: list[tuple[int, int]], start_ns: int, events: dict[str, list]
+) -> dict[str, object]:
     """ticks: (ts_ns, cost_ns); the slow ones are given as seconds after `start_ns`."""
     c = sorted(cost for _, cost in ticks)
     n = len(c)
+    slow = [(t, x) for t, x in ticks if x > 1_000_000]
+    gcs = events["gc"]
+    ends = [w + d for w, d in events["flush"]]
+
+    def after_flush(t: int) -> bool:
+        return any(0 <= t - e < AFTER_FLUSH_NS for e in ends)
+
     return {
         "ticks": n,
         "median_us": c[n // 2] / 1e3,
         "p99_us": c[min(n - 1, int(n * 0.99))] / 1e3,
         "max_us": c[-1] / 1e3,
         "over_1ms": sum(x > 1_000_000 for x in c),
-        "over_1ms_at_s": [round((t - start_ns) / 1e9, 2) for t, x in ticks if x > 1_000_000],
+        "over_1ms_at_s": [round((t - start_ns) / 1e9, 2) for t, _ in slow],
+        "over_1ms_with_gc": sum(any(g < t + x and t < g + d for g, d, _ in gcs) for t, x in slow),
+        "gc_in_phase": sum(start_ns <= g <= ticks[-1][0] for g, _, _ in gcs) if ticks else 0,
+        "after_flush": sum(after_flush(t) for t, _ in ticks),
+        "over_1ms_after_flush": sum(after_flush(t) for t, _ in slow),
     }
 
 
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     log = (OUT / "agent_tick.log").open("w")
+    event_log = OUT / "agent_events.json"
     agent = subprocess.Popen(
-        [sys.executable, "-m", "collectors.nvml", "--interval", "0.1", "--data", str(STORE),
+        [sys.executable, "-c", AGENT, str(event_log), "--interval", "0.1", "--data", str(STORE),
          "--host", "h200"],
         stderr=log,
     )  # fmt: skip
-    gemm = subprocess.Popen(
-        [sys.executable, "-c", GEMM, str(GEMM_S)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert gemm.stdout is not None
-    assert gemm.stdin is not None
-    assert gemm.stdout.readline().strip() == "ready"
-    time.sleep(3.0)  # agent start-up (GPM's first pair) and the GEMM's context creation
     marks = []
-    t0 = time.time_ns()
-    time.sleep(IDLE_S)
-    marks.append(("idle", t0, time.time_ns()))
-    t0 = time.time_ns()
-    gemm.stdin.write("go\n")
-    gemm.stdin.flush()
-    gemm.wait()
-    marks.append(("gemm", t0, time.time_ns()))
-    t0 = time.time_ns()
-    time.sleep(IDLE_S / 2)
-    marks.append(("idle_after", t0, time.time_ns()))
+    for r in range(ROUNDS):
+        gemm = subprocess.Popen(
+            [sys.executable, "-c", GEMM, str(GEMM_S)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert gemm.stdout is not None
+        assert gemm.stdin is not None
+        assert gemm.stdout.readline().strip() == "ready"
+        time.sleep(3.0)  # agent start-up (GPM's first pair) and the GEMM's context creation
+        if r == 0:
+            t0 = time.time_ns()
+            time.sleep(IDLE_S)
+            marks.append(("idle", t0, time.time_ns()))
+        t0 = time.time_ns()
+        gemm.stdin.write("go\n")
+        gemm.stdin.flush()
+        gemm.wait()
+        marks.append((f"gemm_{r}", t0, time.time_ns()))
+        t0 = time.time_ns()
+        time.sleep(IDLE_S / 2)
+        marks.append((f"idle_after_{r}", t0, time.time_ns()))
     agent.send_signal(signal.SIGTERM)
     agent.wait(timeout=30)
     files = sorted((STORE / "lake" / "gpu_samples" / "host=h200").glob("*.parquet"))
     samples = pa.concat_tables(pq.ParquetFile(f).read() for f in files)
     ts, cost = samples["ts_ns"].to_pylist(), samples["sample_cost_ns"].to_pylist()
     ticks = [(t, c) for t, c in zip(ts, cost, strict=True) if t is not None and c is not None]
-    out = {
-        name: stats([(t, c) for t, c in ticks if start <= t < end], start)
+    events = json.loads(event_log.read_text())
+    out: dict[str, object] = {
+        name: stats([(t, c) for t, c in ticks if start <= t < end], start, events)
         for name, start, end in marks
     }
     first, last = marks[0][1], marks[-1][2]
-    out["all_phases"] = stats([(t, c) for t, c in ticks if first <= t < last], first)
+    out["all_phases"] = stats([(t, c) for t, c in ticks if first <= t < last], first, events)
+    out["gc_ms_by_generation"] = {
+        str(gen): sorted(round(d / 1e6, 3) for _, d, g in events["gc"] if g == gen)[-5:]
+        for gen in (0, 1, 2)
+    }
+    writes = sorted(d for _, d in events["flush"])
+    out["segment_write_ms"] = {"n": len(writes), "median": writes[len(writes) // 2] / 1e6,
+                               "max": writes[-1] / 1e6} if writes else {}  # fmt: skip
     (OUT / "agent_tick.json").write_text(json.dumps(out, indent=1))
     print(json.dumps(out), flush=True)
 

@@ -24,6 +24,9 @@ import pynvml as N
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from collectors.nvml import WAKE_SPIN_S
 from collectors.nvml_source import PynvmlSource
+from collectors.nvml_source.gpu import _GPM_IDS
+
+GPM_METRICS = [v for k, v in _GPM_IDS.items() if "nvlink" not in k]  # no NVLink on one H200
 
 OUT = Path(sys.argv[1] if len(sys.argv) > 1 else "cost_out")
 
@@ -85,7 +88,20 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     N.nvmlInit()
     h = N.nvmlDeviceGetHandleByIndex(0)
-    s1 = N.nvmlGpmSampleAlloc()
+    s1, s2 = N.nvmlGpmSampleAlloc(), N.nvmlGpmSampleAlloc()
+    N.nvmlGpmSampleGet(h, s2)
+    time.sleep(0.1)
+    N.nvmlGpmSampleGet(h, s1)
+
+    def gpm_metrics() -> None:
+        """The agent's metric computation from two snapshots (collectors/nvml_source/gpu.py)."""
+        mg = N.c_nvmlGpmMetricsGet_t()
+        mg.version = N.NVML_GPM_METRICS_GET_VERSION
+        mg.sample1, mg.sample2, mg.numMetrics = s2, s1, len(GPM_METRICS)
+        for i, name in enumerate(GPM_METRICS):
+            mg.metrics[i].metricId = getattr(N, name)
+        N.nvmlGpmMetricsGet(mg)
+
     calls = {
         "utilization": lambda: N.nvmlDeviceGetUtilizationRates(h),
         "clock_sm": lambda: N.nvmlDeviceGetClockInfo(h, N.NVML_CLOCK_SM),
@@ -102,6 +118,7 @@ def main() -> None:
         ),
         "processes": lambda: N.nvmlDeviceGetComputeRunningProcesses(h),
         "gpm_sample_get": lambda: N.nvmlGpmSampleGet(h, s1),
+        "gpm_metrics_get": gpm_metrics,
     }
     out: dict[str, object] = {name: timed(fn) for name, fn in calls.items()}
     for name, v in out.items():
