@@ -17,7 +17,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -66,6 +68,15 @@ def run_command(
 ) -> int:
     """A command's exit status: `body` runs; its result goes to `show` (text), or with
     `json_line` to standard output as one JSON line. `interrupted` is what Ctrl-C says."""
+    if (
+        json_line
+        and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        and threading.current_thread() is threading.main_thread()
+    ):
+        # data.cli_child stops a child with SIGINT (an ingest then discards its staging); a
+        # dashboard started in the background (`nohup … &`) hands SIGINT down ignored, and a
+        # given-up ingest would commit anyway.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         result = body()
         if json_line:

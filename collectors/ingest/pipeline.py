@@ -75,9 +75,6 @@ def ingest(
     report = progress or (lambda stage, frac: None)
     in_paths = [Path(p) for p in paths]
     _check_tags(tags or {})
-    # At once, not after the first chunk: a small trace's first chunk ends its parse, so a
-    # caller that gives up (a page left) could otherwise only stop it at its commit.
-    report("parse", 0.0)
     sweep_scratch()  # what killed ingests left in /tmp and /dev/shm
     run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
     with expand_inputs(in_paths) as labels:
