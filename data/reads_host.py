@@ -217,11 +217,11 @@ def recomputed_forward(store: Store, run_id: str) -> pd.DataFrame:
     forward = store.query(
         f"""
         WITH b AS (
-            SELECT rank, step, min(ts_ns) AS t0, max(ts_ns + dur_ns) AS t1 FROM cpu_ops
+            SELECT rank, step, tid, min(ts_ns) AS t0, max(ts_ns + dur_ns) AS t1 FROM cpu_ops
             WHERE run_id = $run AND step IS NOT NULL AND name LIKE '{_BACKWARD}'
             GROUP BY ALL)
         SELECT o.rank, o.step, o.tid, o.ts_ns, o.ts_ns + o.dur_ns AS end_ns
-        FROM cpu_ops o JOIN b ON o.rank = b.rank AND o.step = b.step
+        FROM cpu_ops o JOIN b ON o.rank = b.rank AND o.step = b.step AND o.tid = b.tid
          AND o.ts_ns >= b.t0 AND o.ts_ns < b.t1
         WHERE o.run_id = $run AND o.sequence_number IS NOT NULL
           AND o.name NOT LIKE '{_BACKWARD}' AND o.name NOT ILIKE '%backward%'

@@ -27,11 +27,16 @@ def launching_ops(store: Store, run_id: str) -> pd.DataFrame:
             SELECT DISTINCT rank, op_external_id FROM gpu_events
             WHERE run_id = ? AND op_external_id IS NOT NULL)
     """
+    # Signatures in the order of their first op: a hash aggregate's order changes with the
+    # segments' layout, and a rule quoting the first softmax quoted another after an ingest
+    # change (fusion-compile-bert-sdpa-after's report).
     sigs = store.query(
         f"""
         SELECT name, input_dims, input_types, concrete_inputs, input_strides,
-               list(rank) AS ranks, list(external_id) AS ids
+               list(rank ORDER BY rank, external_id) AS ranks,
+               list(external_id ORDER BY rank, external_id) AS ids
         FROM ({launching}) GROUP BY ALL
+        ORDER BY ranks[1], ids[1]
         """,
         [run_id, run_id],
     )

@@ -19,7 +19,7 @@ from analysis.rules.catalog import CATALOG
 from analysis.rules.measures import names_matching, top_names
 from analysis.rules.registry import Finding, Rule, rule
 from analysis.text import ms
-from analysis.work.args import dims
+from analysis.work.args import dims, types
 
 _MEMORY_CLASSES = ("elementwise", "norm", "reduction", "softmax", "copy")
 _PARAM_STATE_BYTES = 28  # AdamW, fp32: read param, grad, 2 moments; write param, 2 moments
@@ -96,6 +96,18 @@ def _rows_of(facts: Facts, signatures: set[int]) -> pd.DataFrame:
     )
 
 
+def _score_input(facts: Facts, soft: set[int]) -> tuple[list[int], str]:
+    """The first softmax's [..., S, S] input: its shape and dtype (a masked softmax's first
+    3-D input can be its [B, H, S, 1] mask)."""
+    scores = facts.ops[facts.ops["signature"].isin(soft)].drop_duplicates("signature")
+    for shapes, kinds in zip(map(dims, scores["input_dims"]), map(types, scores["input_types"]),
+                             strict=True):  # fmt: skip
+        for i, shape in enumerate(shapes):
+            if len(shape) >= 3 and shape[-1] == shape[-2]:
+                return shape, kinds[i] if i < len(kinds) else "?"
+    return [], "?"
+
+
 @rule("fused-attention")
 def fused_attention(facts: Facts) -> Finding | None:
     th = CATALOG["fused-attention"].thresholds
@@ -112,13 +124,7 @@ def fused_attention(facts: Facts) -> Finding | None:
     others = others[~others["op_external_id"].isin(rows["op_external_id"])]
     rate = float(others["flops"].sum()) / float(others["dur_ns"].sum()) if len(others) else 0.0
     fused_ms = facts.per_step_ms(float(mm["flops"].sum()) / rate) if rate else 0.0
-    scores = facts.ops[facts.ops["signature"].isin(soft)]
-    shape = next((s for s in dims(scores["input_dims"].iloc[0]) if len(s) >= 3), [])
-    dtype = (
-        str(scores["input_types"].iloc[0]).split('"')[1]
-        if '"' in str(scores["input_types"].iloc[0])
-        else "?"
-    )
+    shape, dtype = _score_input(facts, soft)
     elem = BYTES_PER_ELEMENT.get(dtype, 2)
     mb = math.prod(shape) * elem / 1e6 if shape else 0.0
     ops = top_names(rows, "op_name", 5)

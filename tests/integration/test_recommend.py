@@ -4,11 +4,16 @@ on the public traces from other projects (each expectation below says why it is 
 
 from __future__ import annotations
 
+import math
+import re
+
 import pytest
 from helpers.paths import TEST_DATA
+from helpers.raw_trace import CPU_OP_CATS, load_trace_json, trace_events
 from helpers.stores import facts, sample_facts
 from helpers.traces import fixture_runs
 
+from analysis.model.dtypes import BYTES_PER_ELEMENT
 from analysis.rules.catalog import CATALOG
 from analysis.rules.recommend import MINOR_PCT, RULES, recommend
 
@@ -192,3 +197,31 @@ def test_attention_fix_matches_the_mask(trace: str, causal: bool) -> None:
     assert ("is_causal=True" in fix) is causal
     assert ("attn_mask=padding_mask" in fix) is not causal
     assert "dropout_p=p if self.training else 0.0" in fix
+
+
+@pytest.mark.parametrize(
+    "trace",
+    ["attention-gpt2-before", "attention-bert-before", "fusion-compile-bert-sdpa-after"],
+)
+def test_attention_evidence_quotes_a_softmax_score_input(trace: str) -> None:
+    # The quoted tensor is an [..., S, S] input of a softmax in the raw trace, with its own
+    # dtype and size: not a masked softmax's [B, H, S, 1] mask (seen once, "bool, 0 MB"),
+    # and the same on every ingest of the trace.
+    path = TEST_DATA / "validation_h200" / f"{trace}.pt.trace.json.gz"
+    found = recommend(sample_facts(path.name, path.parent))
+    evidence = next(r.evidence for r in found if r.id == "fused-attention")[0]
+    quoted = re.search(r"softmax over \[([\d, ]+)\] \(([^,]+), ([\d,]+) MB per layer", evidence)
+    assert quoted, evidence
+    shape = [int(d) for d in quoted[1].split(", ")]
+    raw = set()
+    for e in trace_events(load_trace_json(path)):
+        if e.get("cat") in CPU_OP_CATS and "softmax" in e.get("name", ""):
+            args = e.get("args", {})
+            for d, t in zip(args.get("Input Dims", []), args.get("Input type", []), strict=False):
+                if isinstance(d, list) and len(d) >= 3 and d[-1] == d[-2]:
+                    raw.add((tuple(d), t))
+    assert (tuple(shape), quoted[2]) in raw
+    assert shape[-1] >= 128
+    assert int(quoted[3].replace(",", "")) == round(
+        math.prod(shape) * BYTES_PER_ELEMENT[quoted[2]] / 1e6
+    )
