@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from collectors.nvml import WAKE_SPIN_S
 from collectors.nvml_source import PynvmlSource
 from collectors.nvml_source.gpu import _GPM_IDS
+from tools.nvml_calls import agent_calls
 
 GPM_METRICS = [v for k, v in _GPM_IDS.items() if "nvlink" not in k]  # no NVLink on one H200
 
@@ -103,21 +104,11 @@ def main() -> None:
         N.nvmlGpmMetricsGet(mg)
 
     calls = {
-        "utilization": lambda: N.nvmlDeviceGetUtilizationRates(h),
-        "clock_sm": lambda: N.nvmlDeviceGetClockInfo(h, N.NVML_CLOCK_SM),
-        "clock_mem": lambda: N.nvmlDeviceGetClockInfo(h, N.NVML_CLOCK_MEM),
-        "power": lambda: N.nvmlDeviceGetPowerUsage(h),
-        "temperature": lambda: N.nvmlDeviceGetTemperature(h, N.NVML_TEMPERATURE_GPU),
+        **agent_calls(N, h, s1),
+        # variants the agent does not use: what each costs on its own
         "memory_v1": lambda: N.nvmlDeviceGetMemoryInfo(h),
-        "memory_v2": lambda: N.nvmlDeviceGetMemoryInfo(h, version=N.nvmlMemory_v2),
-        "clocks_event_reasons": lambda: N.nvmlDeviceGetCurrentClocksEventReasons(h),
         "field_power_instant": lambda: N.nvmlDeviceGetFieldValues(h, [N.NVML_FI_DEV_POWER_INSTANT]),
         "field_memory_temp": lambda: N.nvmlDeviceGetFieldValues(h, [N.NVML_FI_DEV_MEMORY_TEMP]),
-        "fields_both": lambda: N.nvmlDeviceGetFieldValues(
-            h, [N.NVML_FI_DEV_POWER_INSTANT, N.NVML_FI_DEV_MEMORY_TEMP]
-        ),
-        "processes": lambda: N.nvmlDeviceGetComputeRunningProcesses(h),
-        "gpm_sample_get": lambda: N.nvmlGpmSampleGet(h, s1),
         "gpm_metrics_get": gpm_metrics,
     }
     out: dict[str, object] = {name: timed(fn) for name, fn in calls.items()}

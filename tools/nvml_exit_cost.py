@@ -24,6 +24,7 @@ import pynvml as N
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from collectors.nvml import WAKE_SPIN_S
+from tools.nvml_calls import agent_calls
 
 OUT = Path(sys.argv[1] if len(sys.argv) > 1 else "exit_cost_out")
 ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 3
@@ -92,20 +93,7 @@ def main() -> None:
     N.nvmlInit()
     h = N.nvmlDeviceGetHandleByIndex(0)
     s1, s2 = N.nvmlGpmSampleAlloc(), N.nvmlGpmSampleAlloc()
-    calls = {
-        "utilization": lambda: N.nvmlDeviceGetUtilizationRates(h),
-        "clock_sm": lambda: N.nvmlDeviceGetClockInfo(h, N.NVML_CLOCK_SM),
-        "clock_mem": lambda: N.nvmlDeviceGetClockInfo(h, N.NVML_CLOCK_MEM),
-        "power": lambda: N.nvmlDeviceGetPowerUsage(h),
-        "temperature": lambda: N.nvmlDeviceGetTemperature(h, N.NVML_TEMPERATURE_GPU),
-        "memory_v2": lambda: N.nvmlDeviceGetMemoryInfo(h, version=N.nvmlMemory_v2),
-        "clocks_event_reasons": lambda: N.nvmlDeviceGetCurrentClocksEventReasons(h),
-        "fields": lambda: N.nvmlDeviceGetFieldValues(
-            h, [N.NVML_FI_DEV_POWER_INSTANT, N.NVML_FI_DEV_MEMORY_TEMP]
-        ),
-        "processes": lambda: N.nvmlDeviceGetComputeRunningProcesses(h),
-        "gpm_sample_get": lambda: N.nvmlGpmSampleGet(h, s1),
-    }
+    calls = agent_calls(N, h, s1)
     N.nvmlGpmSampleGet(h, s2)
     result: dict[str, object] = {"idle_before": ticks(calls, 10.0, time.monotonic())}
     for r in range(ROUNDS):
