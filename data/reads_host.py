@@ -204,7 +204,9 @@ def recomputed_forward(store: Store, run_id: str) -> pd.DataFrame:
     compute gradients run with autograd off, so inside the backward pass only a recomputed
     forward (activation checkpointing) has numbered ops besides the engine's own
     (`evaluate_function: …` and `…Backward…` ops). Of the 61 validation runs, only the two
-    with checkpointing have any.
+    with checkpointing have any. Only the threads that run the backward pass are looked at
+    (both checkpoint kinds recompute there): another thread's forward ops can fall inside a
+    step's backward window (the synthetic benchmark run's replicas: 19 209 of them).
 
     host_ns is what checkpointing adds to the host's step, not only the recomputed ops: in
     the backward pass, the time of each node that holds a recomputation (`…Backward0` when a
