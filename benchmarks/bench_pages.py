@@ -53,32 +53,21 @@ OUT = ROOT / "benchmarks" / "out" / "pages.json"
 RUN_FREE = ("runs", "upload", "live", "compare")  # pages that do not show the sidebar's run
 RUN_PAGES = ("overview", "operators", "kernels", "roofline", "bandwidth", "memory",
              "breakdown", "timeline", "recommendations", "report")  # fmt: skip
-TITLES = {
-    "runs": "Runs",
-    "upload": "Upload",
-    "live": "Live GPUs",
-    "compare": "Compare",
-    "overview": "Overview",
-    "operators": "Operators",
-    "kernels": "Kernels",
-    "roofline": "Roofline",
-    "bandwidth": "HBM bandwidth",
-    "memory": "Memory",
-    "breakdown": "Breakdown",
-    "timeline": "Timeline",
-    "recommendations": "Recommendations",
-    "report": "Report",
-}  # app.py's nav; fmt: skip
 VIEWPORT = {"width": 1600, "height": 1000}
 
 
+def stable_ms(url: str) -> int:
+    """How long a page must stay drawn to count as rendered: settle()'s 600 ms, or 250 ms for
+    Live, which reruns its charts every second."""
+    return 250 if url.split("?")[0].endswith("/live") else 600
+
+
 def page_seconds(browser: Any, url: str) -> float:
-    """Seconds from navigation start to the page rendered (held for settle()'s 600 ms; Live,
-    which reruns its charts every second, for 250 ms)."""
+    """Seconds from navigation start to the page rendered (held for stable_ms)."""
     page = browser.new_page(viewport=VIEWPORT)
     try:
         page.goto(url, wait_until="commit")
-        done = settle(page, timeout_ms=120_000, stable_ms=250 if "/live" in url else 600)
+        done = settle(page, timeout_ms=120_000, stable_ms=stable_ms(url))
         if page.get_by_test_id("stException").count():
             raise RuntimeError(f"{url}: {page.get_by_test_id('stException').first.inner_text()}")
         return done
@@ -86,20 +75,17 @@ def page_seconds(browser: Any, url: str) -> float:
         page.close()
 
 
-def stable_ms(page_name: str) -> int:
-    return 250 if page_name == "live" else 600  # Live reruns its charts every second
-
-
-def nav_seconds(page: Any, page_name: str) -> float:
-    """Seconds from a click on the sidebar's link to `page_name` until it is rendered."""
+def nav_seconds(page: Any, url: str, page_name: str) -> float:
+    """Seconds from a click on the sidebar's link to `page_name` (served at `url`) until it is
+    rendered."""
     more = page.get_by_test_id("stSidebarNavViewButton")
     if more.count() and "more" in more.inner_text().lower():
         more.click()  # the sidebar lists the first pages only until asked
+    href = f"{url}/{'' if page_name == 'runs' else page_name}"  # Runs is the default page
     clicked = float(page.evaluate("performance.now()")) / 1e3
-    nav = page.get_by_test_id("stSidebarNav")
-    nav.get_by_role("link", name=TITLES[page_name], exact=True).click()
-    page.wait_for_url(lambda u: f"/{page_name}" in u or (page_name == "runs" and "/?" not in u))
-    return float(settle(page, timeout_ms=120_000, stable_ms=stable_ms(page_name))) - clicked
+    page.get_by_test_id("stSidebarNav").locator(f'a[href="{href}"]').click()
+    page.wait_for_url(lambda u: u.split("?")[0] == href)
+    return float(settle(page, timeout_ms=120_000, stable_ms=stable_ms(href))) - clicked
 
 
 def pick_seconds(page: Any, run_id: str) -> float:
@@ -118,23 +104,23 @@ def in_app(browser: Any, url: str, targets: list[tuple[str, str]], big: str) -> 
     page = browser.new_page(viewport=VIEWPORT)
     page.goto(f"{url}/upload", wait_until="commit")
     settle(page, timeout_ms=120_000)
-    out["overview · default run (link)"] = nav_seconds(page, "overview")
+    out["overview · default run (link)"] = nav_seconds(page, url, "overview")
     for name, run_id in targets:
         if f"run={run_id}" not in page.url:
             if "/overview" not in page.url:
-                nav_seconds(page, "overview")
+                nav_seconds(page, url, "overview")
             out[f"overview · {name} (picked)"] = pick_seconds(page, run_id)
         for page_name in RUN_PAGES[1:]:
-            out[f"{page_name} · {name}"] = nav_seconds(page, page_name)
+            out[f"{page_name} · {name}"] = nav_seconds(page, url, page_name)
         done = " ".join(f"{k.split(' · ')[0]} {v:.2f}" for k, v in out.items() if name in k)
         print(f"nav {name:28} {done}", flush=True)
     for page_name in RUN_FREE:
-        out[f"{page_name} · -"] = nav_seconds(page, page_name)
-    nav_seconds(page, "overview")
+        out[f"{page_name} · -"] = nav_seconds(page, url, page_name)
+    nav_seconds(page, url, "overview")
     if f"run={big}" not in page.url:
         pick_seconds(page, big)
     for page_name in (*RUN_PAGES[1:], "overview"):
-        out[f"{page_name} · big (again)"] = nav_seconds(page, page_name)
+        out[f"{page_name} · big (again)"] = nav_seconds(page, url, page_name)
     page.close()
     return out
 
@@ -235,7 +221,6 @@ def main() -> None:
             browser = launch(p)
             result["nav"] = in_app(browser, url, targets, big)
             browser.close()
-        OUT.write_text(json.dumps(result, indent=1))
     result["load_after"] = load()
     OUT.write_text(json.dumps(result, indent=1))
 

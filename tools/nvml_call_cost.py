@@ -94,13 +94,15 @@ def main() -> None:
     time.sleep(0.1)
     N.nvmlGpmSampleGet(h, s1)
 
+    # The agent's metric computation from two snapshots: its request built once, the two
+    # samples set per call (collectors/nvml_source/gpu.py, D70).
+    mg = N.c_nvmlGpmMetricsGet_t()
+    mg.version, mg.numMetrics = N.NVML_GPM_METRICS_GET_VERSION, len(GPM_METRICS)
+    for i, name in enumerate(GPM_METRICS):
+        mg.metrics[i].metricId = getattr(N, name)
+
     def gpm_metrics() -> None:
-        """The agent's metric computation from two snapshots (collectors/nvml_source/gpu.py)."""
-        mg = N.c_nvmlGpmMetricsGet_t()
-        mg.version = N.NVML_GPM_METRICS_GET_VERSION
-        mg.sample1, mg.sample2, mg.numMetrics = s2, s1, len(GPM_METRICS)
-        for i, name in enumerate(GPM_METRICS):
-            mg.metrics[i].metricId = getattr(N, name)
+        mg.sample1, mg.sample2 = s2, s1
         N.nvmlGpmMetricsGet(mg)
 
     calls = {
