@@ -7,15 +7,17 @@ before the phase starts so the driver's start-up is not in it), then idle again.
 by phase. Writes OUT/agent_tick.json: per phase, ticks, median, p99, max (µs), ticks over 1 ms and
 when they came (seconds into the phase), and how many of those overlapped one of the agent's
 garbage collections or followed one of its segment writes (both logged around the unchanged
-agent: OUT/agent_events.json).
+agent: OUT/agent_events.json), and what each sample over 1 ms spent in which NVML read, on CPU or
+waiting (`slow_samples`).
 ROUNDS repeats the GEMM phase and the idle after it, each time in a new process.
 
-Usage: python tools/nvml_agent_tick.py OUT_DIR [IDLE_S] [GEMM_S] [ROUNDS]
+Usage: [AGENT_CPU=N] python tools/nvml_agent_tick.py OUT_DIR [IDLE_S] [GEMM_S] [ROUNDS]
 """
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -29,6 +31,7 @@ OUT = Path(sys.argv[1] if len(sys.argv) > 1 else "agent_tick_out")
 IDLE_S = float(sys.argv[2]) if len(sys.argv) > 2 else 40.0
 GEMM_S = float(sys.argv[3]) if len(sys.argv) > 3 else 40.0
 ROUNDS = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+PIN = os.environ.get("AGENT_CPU")  # run the agent on this one CPU only (the GEMM anywhere)
 STORE = Path("/tmp/nvml_agent_tick_store")  # not under OUT: only flat files come back
 GEMM = """
 import sys, time, torch
@@ -42,8 +45,9 @@ while time.monotonic() < end:
     torch.mm(a, b); torch.cuda.synchronize()
 """
 # The agent as `python -m collectors.nvml` runs it, with every garbage collection (start in
-# wall ns, length in ns, generation) and every segment write (start, length) written to
-# argv[1] at exit.
+# wall ns, length in ns, generation), every segment write (start, length) and every sample
+# over 1 ms (start, wall ns, the thread's CPU ns, and each NVML read's name, wall and CPU ns)
+# written to argv[1] at exit. Timing each read adds two clock reads a call to every sample.
 AGENT = """
 import atexit, gc, json, sys, time
 import collectors.nvml as agent
@@ -60,6 +64,24 @@ def timed_flush(self):
     flush(self)
     log["flush"].append((w, time.perf_counter_ns() - t))
 agent.NvmlSampler.flush = timed_flush
+from collectors.nvml_source.gpu import PynvmlSource
+log["slow"], calls = [], []
+read, sample = PynvmlSource.read, PynvmlSource.sample
+def timed_read(self, g, cols, fn):
+    t, c = time.perf_counter_ns(), time.thread_time_ns()
+    try:
+        return read(self, g, cols, fn)
+    finally:
+        calls.append((cols[0], time.perf_counter_ns() - t, time.thread_time_ns() - c))
+def timed_sample(self, gpu):
+    calls.clear()
+    w, t, c = time.time_ns(), time.perf_counter_ns(), time.thread_time_ns()
+    row = sample(self, gpu)
+    d = time.perf_counter_ns() - t
+    if d > 1_000_000:
+        log["slow"].append((w, d, time.thread_time_ns() - c, list(calls)))
+    return row
+PynvmlSource.read, PynvmlSource.sample = timed_read, timed_sample
 out = sys.argv.pop(1)
 atexit.register(lambda: open(out, "w").write(json.dumps(log)))
 sys.exit(agent.main(sys.argv[1:]))
@@ -102,6 +124,7 @@ def main() -> None:
         [sys.executable, "-c", AGENT, str(event_log), "--interval", "0.1", "--data", str(STORE),
          "--host", "h200"],
         stderr=log,
+        preexec_fn=(lambda: os.sched_setaffinity(0, {int(PIN)})) if PIN else None,
     )  # fmt: skip
     marks = []
     for r in range(ROUNDS):
@@ -142,6 +165,18 @@ def main() -> None:
         str(gen): sorted(round(d / 1e6, 3) for _, d, g in events["gc"] if g == gen)[-5:]
         for gen in (0, 1, 2)
     }
+
+    def slowest(read: list) -> int:
+        return -read[1]
+
+    # Each slow sample: when (s after the first phase began), its wall and on-CPU µs, and its
+    # three slowest reads as (name, wall µs, CPU µs). Wall far above CPU: the thread waited
+    # (descheduled, or blocked in the driver), it did not compute.
+    out["slow_samples"] = [
+        {"at_s": round((w - first) / 1e9, 2), "wall_us": d // 1000, "cpu_us": c // 1000,
+         "slowest_reads": [(n, x // 1000, y // 1000) for n, x, y in sorted(r, key=slowest)[:3]]}
+        for w, d, c, r in events["slow"]
+    ]  # fmt: skip
     writes = sorted(d for _, d in events["flush"])
     out["segment_write_ms"] = {"n": len(writes), "median": writes[len(writes) // 2] / 1e6,
                                "max": writes[-1] / 1e6} if writes else {}  # fmt: skip
