@@ -21,11 +21,12 @@ window's detail, measured in Python from the wheel event (so the component's 140
 the wheel to stop is included) and, by the component, from its request to the drawn detail.
 
     python benchmarks/bench_pages.py [--data DIR] [--again 2] [--zoom-steps 8] [--pages P ...]
-                                     [--no-direct] [--no-nav]
+                                     [--no-direct] [--no-nav] [--big PATH] [--out FILE]
 
 DIR is a store holding the demo runs and the benchmark run; without it, a temporary one is
 made (the demo runs by the server's first start, the benchmark run from
-benchmarks/out/big_trace.json). Results in benchmarks/out/pages.json.
+benchmarks/out/big_trace.json, or from PATH: a trace, or a folder of rank traces such as
+make_rank_run.py's 512 ranks). Results in FILE (default benchmarks/out/pages.json).
 """
 
 from __future__ import annotations
@@ -183,7 +184,7 @@ def direct(args: Any, result: dict[str, Any], data: Path, targets: list[tuple[st
                 result["pages"][f"{page} · {name}"] = row
                 print(f"{page:16} {name:28} first {first:5.2f} s  again {row['again_s']:5.2f} s"
                       f"  load {row['load_1m']:.1f}", flush=True)  # fmt: skip
-        OUT.write_text(json.dumps(result, indent=1))  # the pages' figures, should zoom fail
+        args.out.write_text(json.dumps(result, indent=1))  # the pages' figures, should zoom fail
         result["zoom"] = zoom_steps(browser, f"{url}/timeline?run={big}", args.zoom_steps)
         for z in result["zoom"]:
             print(
@@ -202,14 +203,18 @@ def main() -> None:
                     default=(*RUN_FREE, *RUN_PAGES), help="only these pages")  # fmt: skip
     ap.add_argument("--no-direct", action="store_true", help="skip the loads by URL and zoom")
     ap.add_argument("--no-nav", action="store_true", help="skip the visits through the app")
+    ap.add_argument("--big", type=Path, default=BIG, help="the run named big: a trace or a folder")
+    ap.add_argument("--out", type=Path, default=OUT, help="where the results go")
     args = ap.parse_args()
     data = args.data or Path(tempfile.mkdtemp(prefix="bench-pages-"))
+    data.mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = {"cpus": os.cpu_count(), "started": time.strftime("%F %T %Z"),
                               "load_before": load(), "pages": {}}  # fmt: skip
     with dashboard(data) as url, playwright.sync_playwright() as p:
         page_seconds(launch(p), f"{url}/runs")  # the server's first start ingests the demo runs
     if not (Store(data).runs()["name"] == "big").any():
-        ingest([BIG], data_dir=data, name="big")
+        traces = sorted(args.big.glob("*.json*")) if args.big.is_dir() else [args.big]
+        ingest(traces, data_dir=data, name="big")
     runs = Store(data).runs()
     big = str(runs.loc[runs["name"] == "big", "run_id"].iloc[0])
     naive = str(runs.loc[runs["name"].str.contains("fp32_naive"), "run_id"].iloc[0])
@@ -222,7 +227,7 @@ def main() -> None:
             result["nav"] = in_app(browser, url, targets, big)
             browser.close()
     result["load_after"] = load()
-    OUT.write_text(json.dumps(result, indent=1))
+    args.out.write_text(json.dumps(result, indent=1))
 
 
 if __name__ == "__main__":
