@@ -79,7 +79,12 @@ for n, rec in enumerate(recs, start=1):
         st.code(str(rec.get("fix") or ""), language="python")
 
 st.subheader("Charts")
-for tab, key in zip(st.tabs([TITLES[k] for k in CHART_SECTIONS]), CHART_SECTIONS, strict=True):
+# Only the open tab's chart is sent: Chromium drew all four on every visit (the timeline's
+# shapes the most), and a tab switch reruns from the cached report.
+tabs = st.tabs([TITLES[k] for k in CHART_SECTIONS], key="report_chart", on_change="rerun")
+for tab, key in zip(tabs, CHART_SECTIONS, strict=True):
+    if not tab.open:
+        continue
     chart = charts[key]
     if chart.figure is None:
         tab.info(md(chart.summary, None))

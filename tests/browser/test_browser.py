@@ -98,6 +98,20 @@ def test_report_downloads_open(server: str, data_dir: Path, tmp_path: Path) -> N
             path = tmp_path / dl.value.suggested_filename
             dl.value.save_as(path)
             files[path.suffix] = path
+        # One chart is drawn, the open tab's; another tab draws its own in its place.
+        text = "els => els.map(e => e.textContent)"  # SVG text has no innerText
+        x_titles = "g[class^='g-x'][class$='title'] text"
+        drawn = page.get_by_test_id("stMain").locator(".js-plotly-plot")
+        assert drawn.count() == 1
+        assert drawn.first.locator(x_titles).evaluate_all(text)[0].startswith("arithmetic int")
+        page.get_by_role("tab", name="Timeline snapshot").click()
+        page.wait_for_function(
+            "sel => [...document.querySelectorAll(sel)].some(e => e.textContent === 'ms')",
+            arg=x_titles,
+        )
+        settle(page)
+        assert drawn.count() == 1
+        assert drawn.first.locator(x_titles).evaluate_all(text) == ["ms"]
         browser.close()
     doc = json.loads(files[".json"].read_text())
     assert doc["run"]["id"] == run_id

@@ -26,8 +26,13 @@ def test_report_page_previews_and_offers_every_format(
     assert metrics["Kernels"] == f"{naive_doc['metrics']['overall']['kernel_count']:,}"
     assert len(at.expander) == len(naive_doc["recommendations"])
     assert [c.value for c in at.code] == [r["fix"] for r in naive_doc["recommendations"]]
-    assert len(at.get("plotly_chart")) == len(CHART_SECTIONS)
     assert [t.label for t in at.tabs] == [TITLES[k] for k in CHART_SECTIONS]
+    # Only the open tab's chart is sent; picking another tab draws that one instead.
+    assert [len(t.get("plotly_chart")) for t in at.tabs] == [1, 0, 0, 0]
+    at.session_state["report_chart"] = TITLES[CHART_SECTIONS[-1]]
+    at.run()
+    assert not at.exception, at.exception
+    assert [len(t.get("plotly_chart")) for t in at.tabs] == [0, 0, 0, 1]
 
 
 def test_report_page_on_a_cpu_only_run(cpu: tuple[Path, str]) -> None:
@@ -37,4 +42,4 @@ def test_report_page_on_a_cpu_only_run(cpu: tuple[Path, str]) -> None:
     assert not at.error
     assert len(at.get("download_button")) == 4
     assert len(at.get("plotly_chart")) == 0
-    assert sum(NO_GPU_TEXT in shown(i.value) for i in at.info) == len(CHART_SECTIONS)
+    assert sum(NO_GPU_TEXT in shown(i.value) for i in at.info) == 1  # the open tab's only
