@@ -11,7 +11,14 @@ agent: OUT/agent_events.json), and what each sample over 1 ms spent in which NVM
 waiting (`slow_samples`).
 ROUNDS repeats the GEMM phase and the idle after it, each time in a new process.
 
-Usage: [AGENT_CPU=N] python tools/nvml_agent_tick.py OUT_DIR [IDLE_S] [GEMM_S] [ROUNDS]
+AGENT_FIFO=P runs the agent under the real-time FIFO scheduler at priority P (root only): a
+tick that still waits then waits on the driver, not for a CPU.
+
+`outside_cuda_lifecycle` gives the same figures without the ticks that fell while a GEMM process
+started CUDA (spawn until its context was ready) or tore it down (its loop's end until it
+exited), each window padded by half a second (`cuda_lifecycle_s`).
+
+Usage: [AGENT_CPU=N] [AGENT_FIFO=P] python tools/nvml_agent_tick.py OUT [IDLE_S] [GEMM_S] [ROUNDS]
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ IDLE_S = float(sys.argv[2]) if len(sys.argv) > 2 else 40.0
 GEMM_S = float(sys.argv[3]) if len(sys.argv) > 3 else 40.0
 ROUNDS = int(sys.argv[4]) if len(sys.argv) > 4 else 1
 PIN = os.environ.get("AGENT_CPU")  # run the agent on this one CPU only (the GEMM anywhere)
+FIFO = os.environ.get("AGENT_FIFO")  # real-time priority for the agent (1-99)
 STORE = Path("/tmp/nvml_agent_tick_store")  # not under OUT: only flat files come back
 GEMM = """
 import sys, time, torch
@@ -87,6 +95,7 @@ atexit.register(lambda: open(out, "w").write(json.dumps(log)))
 sys.exit(agent.main(sys.argv[1:]))
 """
 AFTER_FLUSH_NS = 120_000_000  # a tick starting this soon after a segment write ended
+LIFECYCLE_PAD_NS = 500_000_000  # the driver's work after a start-up or exit the tool saw end
 
 
 def stats(
@@ -116,6 +125,14 @@ def stats(
     }
 
 
+def _agent_scheduling() -> None:
+    """In the agent's child before exec: AGENT_CPU's pinning and AGENT_FIFO's priority."""
+    if PIN:
+        os.sched_setaffinity(0, {int(PIN)})
+    if FIFO:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(int(FIFO)))
+
+
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     log = (OUT / "agent_tick.log").open("w")
@@ -124,10 +141,11 @@ def main() -> None:
         [sys.executable, "-c", AGENT, str(event_log), "--interval", "0.1", "--data", str(STORE),
          "--host", "h200"],
         stderr=log,
-        preexec_fn=(lambda: os.sched_setaffinity(0, {int(PIN)})) if PIN else None,
+        preexec_fn=_agent_scheduling if PIN or FIFO else None,
     )  # fmt: skip
-    marks = []
+    marks, lifecycle = [], []  # lifecycle: the GEMM processes' CUDA start-up and exit windows
     for r in range(ROUNDS):
+        spawned = time.time_ns()
         gemm = subprocess.Popen(
             [sys.executable, "-c", GEMM, str(GEMM_S)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
@@ -135,6 +153,7 @@ def main() -> None:
         assert gemm.stdout is not None
         assert gemm.stdin is not None
         assert gemm.stdout.readline().strip() == "ready"
+        lifecycle.append((spawned, time.time_ns() + LIFECYCLE_PAD_NS))
         time.sleep(3.0)  # agent start-up (GPM's first pair) and the GEMM's context creation
         if r == 0:
             t0 = time.time_ns()
@@ -144,7 +163,9 @@ def main() -> None:
         gemm.stdin.write("go\n")
         gemm.stdin.flush()
         gemm.wait()
-        marks.append((f"gemm_{r}", t0, time.time_ns()))
+        exited = time.time_ns()
+        lifecycle.append((t0 + int(GEMM_S * 1e9), exited + LIFECYCLE_PAD_NS))
+        marks.append((f"gemm_{r}", t0, exited))
         t0 = time.time_ns()
         time.sleep(IDLE_S / 2)
         marks.append((f"idle_after_{r}", t0, time.time_ns()))
@@ -161,6 +182,16 @@ def main() -> None:
     }
     first, last = marks[0][1], marks[-1][2]
     out["all_phases"] = stats([(t, c) for t, c in ticks if first <= t < last], first, events)
+    # Another process starting CUDA (spawn to its context ready) or tearing it down (its
+    # loop's end to its exit), each padded by LIFECYCLE_PAD_NS: the ticks outside those
+    # windows are the agent's own cost on a GPU whose users do not come and go.
+    outside = [
+        (t, c) for t, c in ticks
+        if first <= t < last and not any(a <= t < b for a, b in lifecycle)
+    ]  # fmt: skip
+    out["outside_cuda_lifecycle"] = stats(outside, first, events)
+    out["cuda_lifecycle_s"] = [[round((a - first) / 1e9, 2), round((b - first) / 1e9, 2)]
+                               for a, b in lifecycle]  # fmt: skip
     out["gc_ms_by_generation"] = {
         str(gen): sorted(round(d / 1e6, 3) for _, d, g in events["gc"] if g == gen)[-5:]
         for gen in (0, 1, 2)
