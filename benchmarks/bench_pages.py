@@ -8,7 +8,9 @@ window, and all of that has held a while (a first visit reruns once, D6); the fi
 that moment minus the navigation's start. A one-line Streamlit page, timed the same way
 first, is this machine's floor under every figure. Each page is opened first with the
 server's caches empty ("first") and then N more times in fresh browser sessions ("again",
-the median).
+the median), and N times in a new tab of one browser session that loaded the app before
+("returning tab": the app's scripts come from its HTTP cache, as for a user who opens a
+bookmark; a new Streamlit session all the same).
 
 "nav": the same pages reached as a user moves through the app, in a server started afresh: a
 click on the sidebar's link (or, to change run, a pick in the sidebar's run box) until the
@@ -64,8 +66,12 @@ def stable_ms(url: str) -> int:
 
 
 def page_seconds(browser: Any, url: str) -> float:
-    """Seconds from navigation start to the page rendered (held for stable_ms)."""
-    page = browser.new_page(viewport=VIEWPORT)
+    """Seconds from navigation start to the page rendered (held for stable_ms), in a new
+    browser context (Browser) or a new tab of a context that has visited before
+    (BrowserContext: its HTTP cache holds the app's scripts, as a returning user's does)."""
+    page = (
+        browser.new_page(viewport=VIEWPORT) if hasattr(browser, "contexts") else browser.new_page()
+    )
     try:
         page.goto(url, wait_until="commit")
         done = settle(page, timeout_ms=120_000, stable_ms=stable_ms(url))
@@ -173,6 +179,8 @@ def direct(args: Any, result: dict[str, Any], data: Path, targets: list[tuple[st
         print(f"{'bare page':45} first {first:5.2f} s  again {bare['again_s']:5.2f} s")
     with dashboard(data) as url, playwright.sync_playwright() as p:
         browser = launch(p)
+        returning = browser.new_context(viewport=VIEWPORT)
+        page_seconds(returning, f"{url}/runs")  # the app's scripts into its cache
         free = {p: [("-", "")] for p in RUN_FREE}
         free["compare"] = [("default pair", ""), ("naive vs big", f"?before={naive}&after={big}")]
         for page in args.pages:
@@ -180,9 +188,12 @@ def direct(args: Any, result: dict[str, Any], data: Path, targets: list[tuple[st
                 q = run_id if page in free else f"?run={run_id}"
                 first = page_seconds(browser, f"{url}/{page}{q}")
                 again = [page_seconds(browser, f"{url}/{page}{q}") for _ in range(args.again)]
-                row = {"first_s": first, "again_s": statistics.median(again), **load()}
+                tabs = [page_seconds(returning, f"{url}/{page}{q}") for _ in range(args.again)]
+                row = {"first_s": first, "again_s": statistics.median(again),
+                       "returning_tab_s": statistics.median(tabs), **load()}  # fmt: skip
                 result["pages"][f"{page} · {name}"] = row
                 print(f"{page:16} {name:28} first {first:5.2f} s  again {row['again_s']:5.2f} s"
+                      f"  returning tab {row['returning_tab_s']:5.2f} s"
                       f"  load {row['load_1m']:.1f}", flush=True)  # fmt: skip
         args.out.write_text(json.dumps(result, indent=1))  # the pages' figures, should zoom fail
         result["zoom"] = zoom_steps(browser, f"{url}/timeline?run={big}", args.zoom_steps)
