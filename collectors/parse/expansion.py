@@ -39,11 +39,11 @@ def too_big(what: object, cap: int) -> TraceFormatError:
     )
 
 
-def gunzip(fh: BinaryIO, what: object, cap: int) -> bytearray:
-    """The decompressed bytes of a gzip stream (every member of it), read in pieces and
-    refused as soon as they pass `cap` bytes. Raises EOFError for a truncated stream and
-    zlib.error for a corrupt one."""
-    out = bytearray()
+def gunzip(fh: BinaryIO, what: object, cap: int, out: BinaryIO) -> int:
+    """Write the decompressed bytes of a gzip stream (every member of it) to `out`, read in
+    pieces and refused as soon as they pass `cap` bytes; returns how many. Raises EOFError
+    for a truncated stream and zlib.error for a corrupt one."""
+    size = 0
     member = zlib.decompressobj(wbits=31)  # 31: a gzip header and trailer
     in_member = False
     data = b""
@@ -53,9 +53,11 @@ def gunzip(fh: BinaryIO, what: object, cap: int) -> bytearray:
             if not data:
                 break
         in_member = True
-        out += member.decompress(data, _STEP_BYTES)
-        if len(out) > cap:
+        piece = member.decompress(data, _STEP_BYTES)
+        size += len(piece)
+        if size > cap:
             raise too_big(what, cap)
+        out.write(piece)
         if member.eof:  # a gzip file may hold several members, one after the other
             data, in_member = member.unused_data, False
             member = zlib.decompressobj(wbits=31)
@@ -63,4 +65,4 @@ def gunzip(fh: BinaryIO, what: object, cap: int) -> bytearray:
             data = member.unconsumed_tail
     if in_member:
         raise EOFError
-    return out
+    return size

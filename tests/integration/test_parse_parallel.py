@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from helpers.paths import SAMPLES
 
@@ -118,13 +119,17 @@ def test_helper_stops_when_the_file_is_not_a_trace(
         entry.parse_trace(bad)
 
 
-def _resident_kb(path: Path) -> int:
-    """Resident kB of this process's maps of `path` (/proc/self/smaps)."""
+def _resident_kb(where: Path | int) -> int:
+    """Resident kB of this process's maps of file `where`, or of the map holding the address
+    `where` (/proc/self/smaps)."""
     total, ours = 0, False
     for line in Path("/proc/self/smaps").read_text().splitlines():
         first = line.split(maxsplit=1)[0]
         if "-" in first and not first.endswith(":"):  # a mapping's header line
-            ours = line.rstrip().endswith(str(path))
+            lo, hi = (int(x, 16) for x in first.split("-"))
+            ours = (
+                lo <= where < hi if isinstance(where, int) else line.rstrip().endswith(str(where))
+            )
         elif ours and first == "Rss:":
             total += int(line.split()[1])
     return total
@@ -150,4 +155,26 @@ def test_a_plain_file_leaves_no_pages_mapped_once_its_slices_are_copied(
     # What is left: the pages that two slices share, one per cut.
     assert _resident_kb(plain) <= 4 * len(cuts)
     assert isinstance(buf, mmap.mmap)
+    buf.close()
+
+
+def test_a_gzip_trace_is_mapped_and_let_go_like_a_plain_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A .json.gz is expanded into a nameless temporary file and mapped: the bytes are the
+    decompressed trace, and once its slices are copied out the process holds only the pages
+    two slices share, as for a plain file (in a private buffer it kept all of them, and so
+    did a forked helper: D74)."""
+    monkeypatch.setattr(document, "CHUNK_BYTES", 1 << 20)
+    buf = document.read_bytes(SAMPLE)
+    assert isinstance(buf, mmap.mmap)
+    assert buf[:] == gzip.decompress(SAMPLE.read_bytes())  # reads, so maps, every page
+    address = int(np.frombuffer(buf, dtype=np.uint8).ctypes.data)
+    assert _resident_kb(address) >= 0.9 * len(buf) / 1024
+    cuts = document.slicing(SAMPLE, buf)[1]  # type: ignore[index]
+    assert len(cuts) > 4
+    take = itertools.count().__next__
+    copied = [len(chunk) for _, chunk in document.slices(buf, cuts, take, None)]
+    assert sum(copied) > 5_000_000
+    assert _resident_kb(address) <= 4 * len(cuts)
     buf.close()
