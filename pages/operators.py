@@ -8,7 +8,7 @@ import streamlit as st
 from analysis.load import load_cpu_slices
 from analysis.operators import OpTree, launched_kernels, op_tree, operator_table, scope_table
 from data.store import Store
-from pages._ui import require_run, run_facts
+from pages._ui import RUNS_CACHED, require_run, run_facts
 
 GROUPS = {"op and input shapes": "op", "module": "module", "annotation": "annotation"}
 NUM = st.column_config.NumberColumn
@@ -45,7 +45,7 @@ COLUMNS = {
 # A run never changes after ingest: the tree is shared, not copied (frames not mutated here).
 # Of a run of many ranks, the ops of its analysed `ranks` (the facts hold only their GPU
 # work): nesting every rank's ops took 13.9 s at 512 ranks.
-@st.cache_resource(show_spinner="Nesting the run's ops…", ttl=600, max_entries=4)
+@st.cache_resource(show_spinner="Nesting the run's ops…", ttl=600, max_entries=RUNS_CACHED)
 def tree_of(
     _store: Store, _work: pd.DataFrame, run_id: str, ranks: tuple[int, ...] | None
 ) -> OpTree:

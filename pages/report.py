@@ -17,7 +17,7 @@ from analysis.report.sections import (
     saving_text,
     summary_lines,
 )
-from pages._ui import fmt_ms, fmt_pct, md, require_run, run_facts
+from pages._ui import RUNS_CACHED, fmt_ms, fmt_pct, md, require_run, run_facts
 
 LABELS = {
     "html": "HTML (interactive, offline)",
@@ -29,7 +29,7 @@ LABELS = {
 
 # A run never changes after ingest: built once per server process from the pages' shared
 # facts (every visit rebuilt it from the store: 21-24 s on the 1.3 M-event run at load 4.6).
-@st.cache_resource(show_spinner="Building the report…", ttl=600, max_entries=4)
+@st.cache_resource(show_spinner="Building the report…", ttl=600, max_entries=RUNS_CACHED)
 def report(_s: Store, run_id: str) -> tuple[dict[str, Any], dict[str, Chart]]:
     return report_of(_s, run_facts(run_id))
 
