@@ -40,6 +40,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,13 +66,16 @@ def stable_ms(url: str) -> int:
     return 250 if url.split("?")[0].endswith("/live") else 600
 
 
-def page_seconds(browser: Any, url: str) -> float:
-    """Seconds from navigation start to the page rendered (held for stable_ms), in a new
-    browser context (Browser) or a new tab of a context that has visited before
-    (BrowserContext: its HTTP cache holds the app's scripts, as a returning user's does)."""
-    page = (
-        browser.new_page(viewport=VIEWPORT) if hasattr(browser, "contexts") else browser.new_page()
-    )
+def fresh(browser: Any) -> Callable[[], Any]:
+    """Pages each in a new browser context: nothing cached, as for a first-time visitor."""
+    return lambda: browser.new_page(viewport=VIEWPORT)
+
+
+def page_seconds(new_page: Callable[[], Any], url: str) -> float:
+    """Seconds from navigation start to the page rendered (held for stable_ms), in a page
+    from `new_page`: fresh(browser), or a context's new_page (a tab of a session whose HTTP
+    cache holds the app's scripts, as a returning user's does)."""
+    page = new_page()
     try:
         page.goto(url, wait_until="commit")
         done = settle(page, timeout_ms=120_000, stable_ms=stable_ms(url))
@@ -172,23 +176,24 @@ def direct(args: Any, result: dict[str, Any], data: Path, targets: list[tuple[st
     """The bare page, every page loaded by its URL in a new browser context, and the zoom."""
     with dashboard(data, bare_script(data)) as url, playwright.sync_playwright() as p:
         browser = launch(p)
-        first = page_seconds(browser, url)
-        again = [page_seconds(browser, url) for _ in range(args.again)]
+        first = page_seconds(fresh(browser), url)
+        again = [page_seconds(fresh(browser), url) for _ in range(args.again)]
         bare = {"first_s": first, "again_s": statistics.median(again), **load()}
         result["bare_page"] = bare
         print(f"{'bare page':45} first {first:5.2f} s  again {bare['again_s']:5.2f} s")
     with dashboard(data) as url, playwright.sync_playwright() as p:
         browser = launch(p)
         returning = browser.new_context(viewport=VIEWPORT)
-        page_seconds(returning, f"{url}/runs")  # the app's scripts into its cache
+        page_seconds(returning.new_page, f"{url}/runs")  # the app's scripts into its cache
         free = {p: [("-", "")] for p in RUN_FREE}
         free["compare"] = [("default pair", ""), ("naive vs big", f"?before={naive}&after={big}")]
         for page in args.pages:
             for name, run_id in free.get(page, targets):
                 q = run_id if page in free else f"?run={run_id}"
-                first = page_seconds(browser, f"{url}/{page}{q}")
-                again = [page_seconds(browser, f"{url}/{page}{q}") for _ in range(args.again)]
-                tabs = [page_seconds(returning, f"{url}/{page}{q}") for _ in range(args.again)]
+                at = f"{url}/{page}{q}"
+                first = page_seconds(fresh(browser), at)
+                again = [page_seconds(fresh(browser), at) for _ in range(args.again)]
+                tabs = [page_seconds(returning.new_page, at) for _ in range(args.again)]
                 row = {"first_s": first, "again_s": statistics.median(again),
                        "returning_tab_s": statistics.median(tabs), **load()}  # fmt: skip
                 result["pages"][f"{page} · {name}"] = row
@@ -222,7 +227,8 @@ def main() -> None:
     result: dict[str, Any] = {"cpus": os.cpu_count(), "started": time.strftime("%F %T %Z"),
                               "load_before": load(), "pages": {}}  # fmt: skip
     with dashboard(data) as url, playwright.sync_playwright() as p:
-        page_seconds(launch(p), f"{url}/runs")  # the server's first start ingests the demo runs
+        # the server's first start ingests the demo runs
+        page_seconds(fresh(launch(p)), f"{url}/runs")
     if not (Store(data).runs()["name"] == "big").any():
         traces = sorted(args.big.glob("*.json*")) if args.big.is_dir() else [args.big]
         ingest(traces, data_dir=data, name="big")

@@ -12,7 +12,16 @@ from analysis.comparability import default_pair
 from analysis.compare import Side, compare_sides, side_of
 from analysis.figures.compare import class_bars
 from data.errors import DashError
-from pages._ui import fmt_ms, fmt_pct, md, run_facts, run_labels, show_error, store
+from pages._ui import (
+    RUNS_CACHED,
+    fmt_ms,
+    fmt_pct,
+    md,
+    run_facts,
+    run_labels,
+    show_error,
+    store,
+)
 
 
 def fmt_count(v: float | None) -> str:
@@ -32,7 +41,7 @@ HEADLINES = (
 
 
 # A run never changes after ingest: its side (report, classes, profile) is shared.
-@st.cache_resource(show_spinner="Reading the run…", ttl=600, max_entries=8)
+@st.cache_resource(show_spinner="Reading the run…", ttl=600, max_entries=RUNS_CACHED)
 def comparison_side(run_id: str) -> Side:
     return side_of(run_facts(run_id))
 
