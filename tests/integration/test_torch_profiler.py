@@ -214,19 +214,24 @@ def _ddp_rank(rank: int, world: int, port: int, data: str, model_seed: int) -> N
     )
     torch.set_num_threads(1)
     torch.manual_seed(model_seed)
-    ddp = torch.nn.parallel.DistributedDataParallel(make_model()[0])
-    with profile_to_dashboard(
-        "ddp-cpu",
-        data_dir=data,
-        schedule=torch.profiler.schedule(wait=1, warmup=1, active=2, repeat=1),
-        unprofiled_steps=1,
-        rank_wait_s=60,
-    ) as prof:
-        train(prof, 5, model=ddp)
-    Path(data, f"rank{rank}.json").write_text(
-        json.dumps({"run_ids": prof.dashboard.run_ids, "errors": prof.dashboard.errors})
-    )
-    dist.destroy_process_group()
+    try:
+        ddp = torch.nn.parallel.DistributedDataParallel(make_model()[0])
+        with profile_to_dashboard(
+            "ddp-cpu",
+            data_dir=data,
+            schedule=torch.profiler.schedule(wait=1, warmup=1, active=2, repeat=1),
+            unprofiled_steps=1,
+            rank_wait_s=60,
+        ) as prof:
+            train(prof, 5, model=ddp)
+        Path(data, f"rank{rank}.json").write_text(
+            json.dumps({"run_ids": prof.dashboard.run_ids, "errors": prof.dashboard.errors})
+        )
+        # Neither rank tears gloo down while the other may still talk to it: one clean-checkout
+        # run saw a rank abort in teardown ("terminate called without an active exception").
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
 
 
 def _free_port() -> int:
