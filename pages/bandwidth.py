@@ -5,6 +5,7 @@ import streamlit as st
 
 from analysis import bandwidth as bw
 from analysis.figures.bandwidth import bandwidth_figure
+from pages._chart import show_chart
 from pages._ui import fmt_pct, md, require_run, run_facts
 
 s, run_id = require_run()
@@ -36,7 +37,7 @@ series, gpm = facts.memo(
         work, facts.samples_around_run, facts.data.time_bases, peak, buckets
     ),
 )
-st.plotly_chart(bandwidth_figure(series, gpm), width="stretch")
+show_chart(bandwidth_figure(series, gpm))
 if gpm.empty:
     st.caption("No telemetry for this run: NVML GPM DRAM_BW_UTIL samples appear here when "
                "`python -m collectors.nvml` ran on the host during the trace.")  # fmt: skip

@@ -7,6 +7,7 @@ from analysis import breakdown as bd
 from analysis.figures.breakdown import breakdown_bars, rank_share_bars
 from analysis.host_regions import REGION_NOTE
 from analysis.ranks import spread
+from pages._chart import show_chart
 from pages._ui import fmt_ms, fmt_pct, human_name, rank_picker, require_run, run_facts
 
 s, run_id = require_run()
@@ -47,7 +48,7 @@ picked = rank_picker([int(r) for r in ranked.index], f"bd_rank_{run_id}", busy["
 shown = per_step if picked is None else per_step[per_step["rank"] == picked]
 
 st.subheader("Per step" if picked is None else f"Per step, rank {picked}")
-st.plotly_chart(breakdown_bars(shown), width="stretch")
+show_chart(breakdown_bars(shown))
 
 regions = facts.region_table
 if len(regions):
@@ -85,7 +86,7 @@ if len(ranks) > 1:
     st.subheader("Across ranks")
     by_metric, straggler = bd.rank_spread(shares, per_step)
     if picked is None:
-        st.plotly_chart(rank_share_bars(shares), width="stretch")
+        show_chart(rank_share_bars(shares))
     else:
         st.markdown(
             f"GPU busy across the {len(ranked)} ranks: min {fmt_pct(busy['min'])}, median "

@@ -12,6 +12,7 @@ from analysis.comparability import default_pair
 from analysis.compare import Side, compare_sides, side_of
 from analysis.figures.compare import class_bars
 from data.errors import DashError
+from pages._chart import show_chart
 from pages._ui import (
     RUNS_CACHED,
     fmt_ms,
@@ -128,9 +129,7 @@ st.caption(
 if c.classes.empty:
     st.info("Neither run has GPU activity.")
 else:
-    st.plotly_chart(
-        class_bars(c.classes, c.before["name"], c.after["name"]), width="stretch", key="classes"
-    )
+    show_chart(class_bars(c.classes, c.before["name"], c.after["name"]), key="classes")
     st.dataframe(
         c.classes,
         hide_index=True,

@@ -7,6 +7,7 @@ import streamlit as st
 from analysis.figures.kernels import tensor_core_bars
 from analysis.kernels import kernel_table, tensor_core_share_pct, tensor_core_use
 from analysis.load import load_launch_configs
+from pages._chart import show_chart
 from pages._ui import fmt_ms, fmt_pct, require_run, run_facts
 
 NUM = st.column_config.NumberColumn
@@ -63,7 +64,7 @@ c[3].metric(
 )
 
 st.subheader("Tensor-core use by kernel class")
-st.plotly_chart(tensor_core_bars(classes), width="stretch")
+show_chart(tensor_core_bars(classes))
 st.dataframe(
     classes.sort_values("time_ms", ascending=False),  # the chart's order, longest on top
     hide_index=True,

@@ -21,6 +21,7 @@ from data.telemetry_source import (
     run_samples,
     thinned,
 )
+from pages._chart import show_chart
 from pages._ui import fmt_time_ns, md, run_labels, show_error, store
 
 WINDOWS = {"1 min": 60, "5 min": 300, "15 min": 900, "1 h": 3600, "6 h": 21600, "24 h": 86400}
@@ -161,7 +162,7 @@ def window(gpus: pd.DataFrame) -> None:
         for h, g, p in zip(gpus["host"], gpus["gpu"], gpus["power_limit_mw"], strict=True)
         if pd.notna(p)
     }
-    st.plotly_chart(gpu_panels(frame, power_limits_w=limits), width="stretch")
+    show_chart(gpu_panels(frame, power_limits_w=limits), key="live_panels")
     with st.expander("Processes"):
         st.dataframe(
             newest[["host", "gpu", "process_count", "processes"]],
@@ -200,4 +201,4 @@ else:
             f"{fmt_time_ns(run_span[1])}"
         )
         drawn = thinned(src, during, POINTS_PER_LINE)
-        st.plotly_chart(gpu_panels(drawn, RUN_PANELS), width="stretch")
+        show_chart(gpu_panels(drawn, RUN_PANELS), key="run_panels")

@@ -14,6 +14,7 @@ from analysis.memory import (
     unexplained_bytes,
 )
 from analysis.text import fmt_bytes
+from pages._chart import show_chart
 from pages._ui import fmt_ms, fmt_pct, require_run, run_facts
 
 MAX_POINTS = 1_000  # per device and curve
@@ -56,7 +57,7 @@ c[3].metric(
 )
 
 st.subheader("Over time")
-st.plotly_chart(memory_figure(memory), width="stretch")
+show_chart(memory_figure(memory))
 st.caption(
     f"The largest value in each {fmt_ms(memory.bucket_ns / 1e6)} bucket, so no peak is "
     "averaged away; solid allocated, dashed reserved."

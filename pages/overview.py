@@ -11,6 +11,7 @@ from analysis.ranks import spread
 from analysis.step_model import BASIS
 from analysis.text import fmt_bytes
 from data import reads
+from pages._chart import show_chart
 from pages._ui import (
     fmt_ms,
     fmt_pct,
@@ -115,7 +116,7 @@ if not per_step.empty:
         height=280,
         margin={"l": 10, "r": 10, "t": 10, "b": 10},
     )
-    st.plotly_chart(fig, width="stretch")
+    show_chart(fig)
 
 st.subheader("Top 10 kernels by total time")
 top = top_kernels(kernels, 10)

@@ -17,6 +17,7 @@ from analysis.report.sections import (
     saving_text,
     summary_lines,
 )
+from pages._chart import show_chart
 from pages._ui import RUNS_CACHED, fmt_ms, fmt_pct, md, require_run, run_facts
 
 LABELS = {
@@ -89,5 +90,6 @@ for tab, key in zip(tabs, CHART_SECTIONS, strict=True):
     if chart.figure is None:
         tab.info(md(chart.summary, None))
         continue
-    tab.plotly_chart(chart.figure, width="stretch", key=f"report_chart_{key}")
+    with tab:
+        show_chart(chart.figure, key=f"report_chart_{key}")
     tab.caption(md(chart.summary, None))

@@ -11,6 +11,7 @@ import streamlit as st
 from analysis import roofline as rf
 from analysis.figures.roofline import roofline_figure
 from analysis.specs import PRECISIONS, match_spec, spec_names
+from pages._chart import show_chart
 from pages._ui import fmt_pct, md, require_run, run_facts
 
 GROUPS = {"op class": "op_class", "op": "op_name", "kernel class": "kernel_class", "kernel": "name"}
@@ -92,7 +93,7 @@ shown = rows[kept & (rows["share_pct"] >= min_share)]
 if linked and by == "op_name":
     shown = shown[shown["name"].isin(linked)]
     st.caption(f"Showing the ops a recommendation points at: {md(', '.join(linked))}.")
-st.plotly_chart(roofline_figure(shown.reset_index(drop=True), facts.roof_sets), width="stretch")
+show_chart(roofline_figure(shown.reset_index(drop=True), facts.roof_sets))
 
 unmodelled = rows[rows["flops"].isna()]
 if not unmodelled.empty:

@@ -218,3 +218,36 @@ def test_timeline_zooms_in_the_browser_and_links_a_kernel_to_its_launch(
     want = raw_link(trace, hit["link"])
     assert rows == {"kernel": want.kernel, "launch": want.launch, "op": want.op}
     page.close()
+
+
+@pytest.mark.parametrize("name", ["overview", "breakdown", "kernels", "roofline", "memory"])
+def test_charts_draw_with_the_basic_bundle_in_the_theme(
+    server: str, store: tuple[Path, dict[Path, str]], browser: Any, name: str
+) -> None:
+    """A run's chart is drawn by plotly.js's basic bundle (pages/_chart.py), never by
+    Streamlit's 4.7 MB Plotly chunk, in the theme's text colour on a clear background."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    fetched: list[str] = []
+    page.on("request", lambda r: fetched.append(r.url))
+    page.goto(f"{server}/{name}?run={store[1][NAIVE]}")
+    settle(page)
+    assert page.get_by_test_id("stException").count() == 0
+    assert [u.rsplit("/", 1)[-1] for u in fetched if "plotly" in u.lower()] == [
+        "plotly-basic.min.js"
+    ]
+    chart = page.locator(".dash-chart").first
+    assert chart.locator(".xtick").count() > 0
+    text_colour = page.evaluate(
+        "() => getComputedStyle(document.querySelector('.dash-chart')).getPropertyValue("
+        "'--st-text-color')"
+    )
+    tick_fill = chart.locator(".ytick text").first.evaluate("t => t.style.fill")
+    assert tick_fill == _rgb(text_colour)
+    paper = chart.locator("rect.bg").first.evaluate("r => r.style.fillOpacity")
+    assert paper == "0"  # the page's own background shows through
+    page.close()
+
+
+def _rgb(hex_colour: str) -> str:
+    h = hex_colour.strip().lstrip("#")
+    return "rgb({}, {}, {})".format(*(int(h[i : i + 2], 16) for i in (0, 2, 4)))

@@ -37,15 +37,15 @@ def free_port() -> int:
 
 
 @contextmanager
-def dashboard(data: Path, script: Path | str = "app.py") -> Iterator[str]:
-    """The dashboard (or another Streamlit `script`) serving store `data` until the block
-    ends; yields its URL."""
+def dashboard(data: Path, script: Path | str = "app.py", cwd: Path = REPO) -> Iterator[str]:
+    """The dashboard (or another Streamlit `script`) of the checkout `cwd` serving store
+    `data` until the block ends; yields its URL."""
     port = free_port()
     log = (data / "server.log").open("w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(script), "--server.port", str(port),
          "--server.headless", "true", "--server.address", "127.0.0.1"],
-        cwd=REPO, env={**os.environ, "DASH_DATA": str(data)}, stdout=log,
+        cwd=cwd, env={**os.environ, "DASH_DATA": str(data)}, stdout=log,
         stderr=subprocess.STDOUT,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
@@ -77,16 +77,16 @@ def launch(p: Any) -> Any:
 
 
 # True when everything the page shows is drawn: the script run has ended, no spinner or
-# placeholder, every
-# Plotly chart on screen has its SVG, every table on screen its canvas (a closed expander's
-# draw when opened) and every timeline component its window.
+# placeholder, every Plotly chart on screen (st.plotly_chart's or pages/_chart.py's) has its
+# SVG, every table on screen its canvas (a closed expander's draw when opened) and every
+# timeline component its window.
 RENDERED = """() => {
   const app = document.querySelector('[data-testid="stApp"]');
   if (!app || app.dataset.testScriptState !== 'notRunning') return false;
   if (document.querySelector('[data-testid="stSpinner"]')) return false;
   const shown = (sel) => [...document.querySelectorAll(sel)].filter((e) => e.checkVisibility());
   if (shown('[data-testid="stSkeleton"]').length) return false;  // an element not yet sent
-  for (const c of shown('[data-testid="stPlotlyChart"]'))
+  for (const c of shown('[data-testid="stPlotlyChart"], .dash-chart'))
     if (!c.querySelector('.main-svg')) return false;
   for (const d of shown('[data-testid="stDataFrame"]'))
     if (!d.querySelector('canvas')) return false;

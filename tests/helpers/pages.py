@@ -55,6 +55,14 @@ def timeline_payload(at: AppTest) -> dict[str, Any]:
     return p
 
 
+def chart_specs(node: Any) -> list[dict[str, Any]]:
+    """The figures (data and layout) an AppTest run, or one of its tabs, drew: those of
+    pages/_chart.py's element, then any st.plotly_chart's (a trace type outside the basic
+    bundle)."""
+    light = [json.loads(json.loads(e.proto.json)) for e in node.get("bidi_component")]
+    return light + [json.loads(e.proto.spec) for e in node.get("plotly_chart")]
+
+
 _ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")
 
 

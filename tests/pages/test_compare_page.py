@@ -5,14 +5,13 @@ tokens/s first, MFU against one stated peak, and a store with one run."""
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 from helpers.compare import DECODE
-from helpers.pages import dashboard_store, open_page, shown
+from helpers.pages import chart_specs, dashboard_store, open_page, shown
 from helpers.paths import REPO, TEST_DATA, fixture
 from streamlit.testing.v1 import AppTest
 
@@ -124,7 +123,7 @@ def test_the_decode_pair_classes_and_recommendations(runs: dict[str, str]) -> No
     metrics = {m.label: m for m in at.metric}
     assert not metrics["MFU"].delta  # graph replays have no op shapes: no MFU to compare
     assert "not comparable" in metrics["MFU"].help
-    chart = json.loads(at.get("plotly_chart")[0].proto.spec)
+    chart = chart_specs(at)[0]
     bars = [t for t in chart["data"] if t["type"] == "bar"]
     assert list(bars[0]["x"]) == list(c.classes["kernel_class"])
     after_y = bars[1]["y"]  # plotly 7 ships numeric arrays as base64 typed arrays

@@ -5,7 +5,6 @@ pages back from a real browser.)"""
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
@@ -15,7 +14,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from helpers.hostile import MARKUP, markup_trace
-from helpers.pages import dashboard_store, open_page, shown
+from helpers.pages import chart_specs, dashboard_store, open_page, shown
 from helpers.paths import REPO, SAMPLES
 from streamlit.testing.v1 import AppTest
 
@@ -77,7 +76,7 @@ def test_chart_texts_are_escaped_for_plotly(page: str, tmp_path: Path) -> None:
     ingest([SAMPLE], data_dir=d, name=MARKUP)
     with dashboard_store(d):
         at = open_page(page, run_id)
-    texts = list(_strings(json.loads(at.get("plotly_chart")[0].proto.spec)["data"]))
+    texts = list(_strings(chart_specs(at)[0]["data"]))
     assert [t for t in texts if "&lt;img" in t]
     assert not [t for t in texts if "<img" in t]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from helpers.nvml_phases import phase_csv
-from helpers.pages import dashboard_store, open_page, shown
+from helpers.pages import chart_specs, dashboard_store, open_page, shown
 from helpers.paths import SAMPLES
 from streamlit.testing.v1 import AppTest
 
@@ -60,9 +60,9 @@ def test_live_page_labels_replayed_data_and_flags_the_trap(store_dir: Path) -> N
     metrics = {m.label for m in at.metric}
     assert {"SM activity", "HBM bandwidth", "Tensor cores", "Power", "SM clock MHz"} <= metrics
     assert "0 %" in [m.value for m in at.metric if m.label == "SM activity"]  # node-b
-    charts = at.get("plotly_chart")
+    charts = chart_specs(at)
     assert charts
-    assert '"name":"node-b·GPU0"' in charts[0].proto.spec.replace(" ", "")
+    assert "node-b · GPU 0" in [t.get("name") for t in charts[0]["data"]]
 
 
 def test_old_samples_are_never_called_live(store_dir: Path) -> None:
@@ -103,7 +103,7 @@ def test_live_page_shows_a_trace_runs_telemetry(store_dir: Path) -> None:
     assert any(
         c.startswith("2 samples from 20") and f"the trace spans {start}" in c for c in captions
     ), captions
-    assert len(at.get("plotly_chart")) == 2
+    assert len(chart_specs(at)) == 2
 
 
 def test_live_page_without_telemetry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

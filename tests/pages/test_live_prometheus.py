@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from helpers.dcgm_exporter import recorded_rows, serve_dcgm_exporter
 from helpers.nvml_phases import phase_csv
-from helpers.pages import dashboard_store, open_page
+from helpers.pages import chart_specs, dashboard_store, open_page
 from helpers.prometheus import prometheus, wait_for
 
 from analysis.telemetry import gpu_label
@@ -56,7 +56,7 @@ def test_live_page_reads_prometheus_and_escapes_its_labels(
     assert not any(w.value.startswith("Replayed data") for w in at.warning)  # dcgm, not replay
     captions = [c.value for c in at.caption]
     assert any("from Prometheus at" in c for c in captions), captions
-    assert at.get("plotly_chart")
+    assert chart_specs(at)
 
 
 def test_a_bad_prometheus_url_is_one_error_box(

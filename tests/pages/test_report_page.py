@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from helpers.pages import dashboard_store, open_page, shown
+from helpers.pages import chart_specs, dashboard_store, open_page, shown
 from helpers.report import NO_GPU_TEXT
 
 from analysis.report.charts import CHART_SECTIONS
@@ -28,11 +28,11 @@ def test_report_page_previews_and_offers_every_format(
     assert [c.value for c in at.code] == [r["fix"] for r in naive_doc["recommendations"]]
     assert [t.label for t in at.tabs] == [TITLES[k] for k in CHART_SECTIONS]
     # Only the open tab's chart is sent; picking another tab draws that one instead.
-    assert [len(t.get("plotly_chart")) for t in at.tabs] == [1, 0, 0, 0]
+    assert [len(chart_specs(t)) for t in at.tabs] == [1, 0, 0, 0]
     at.session_state["report_chart"] = TITLES[CHART_SECTIONS[-1]]
     at.run()
     assert not at.exception, at.exception
-    assert [len(t.get("plotly_chart")) for t in at.tabs] == [0, 0, 0, 1]
+    assert [len(chart_specs(t)) for t in at.tabs] == [0, 0, 0, 1]
 
 
 def test_report_page_on_a_cpu_only_run(cpu: tuple[Path, str]) -> None:
@@ -41,5 +41,5 @@ def test_report_page_on_a_cpu_only_run(cpu: tuple[Path, str]) -> None:
         at = open_page("pages/report.py", run_id)
     assert not at.error
     assert len(at.get("download_button")) == 4
-    assert len(at.get("plotly_chart")) == 0
+    assert not chart_specs(at)
     assert sum(NO_GPU_TEXT in shown(i.value) for i in at.info) == 1  # the open tab's only

@@ -4,12 +4,11 @@ times), and the ceilings measured on an H200 by `python -m collectors.calibrate`
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers.pages import dashboard_store, open_page
+from helpers.pages import chart_specs, dashboard_store, open_page
 from helpers.paths import REPO, SAMPLES, TEST_DATA
 from streamlit.testing.v1 import AppTest
 
@@ -51,7 +50,7 @@ def page(store_dir: Path, path: str, run: str) -> AppTest:
 
 
 def traces(at: AppTest) -> list[dict]:  # type: ignore[type-arg]
-    return json.loads(at.get("plotly_chart")[0].proto.spec)["data"]
+    return chart_specs(at)[0]["data"]
 
 
 def test_roofline_draws_both_roof_sets_and_every_gpu_nanosecond(store_dir: Path) -> None:
