@@ -38,6 +38,7 @@ function themed(layout, el) {
         font: { color: text, family: v("--st-font", "sans-serif"), size: 12 },
         paper_bgcolor: "rgba(0, 0, 0, 0)",
         plot_bgcolor: "rgba(0, 0, 0, 0)",
+        margin: { pad: 6 }, // tick labels clear of the bars and lines, as Streamlit's theme
         ...(colors ? { colorway: colors.split(",").map((c) => c.trim()) } : {}),
         xaxis: { ...axis, showgrid: false },
         yaxis: axis,
