@@ -9,6 +9,7 @@ ingests traces that tools/verify_profiler_gpu.py recorded through the hook on H2
 
 from __future__ import annotations
 
+import datetime
 import json
 import logging
 import socket
@@ -210,7 +211,11 @@ def _ddp_rank(rank: int, world: int, port: int, data: str, model_seed: int) -> N
     import torch.distributed as dist
 
     dist.init_process_group(
-        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world
+        "gloo",
+        init_method=f"tcp://127.0.0.1:{port}",
+        rank=rank,
+        world_size=world,
+        timeout=datetime.timedelta(seconds=180),  # the barrier below fails, not hangs
     )
     torch.set_num_threads(1)
     torch.manual_seed(model_seed)
