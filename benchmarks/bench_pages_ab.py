@@ -7,8 +7,10 @@ seconds until the page is rendered (bench_pages.page_seconds) in a new browser c
 ("new browser": nothing cached) and in a new tab of a context that loaded the app before
 ("returning tab": the scripts come from its HTTP cache).
 
-    git worktree add /tmp/base HEAD~1
-    python benchmarks/bench_pages_ab.py /tmp/base [--visits 4] [--pages P ...] [--out FILE]
+    python benchmarks/bench_pages_ab.py [BASE] [--visits 4] [--pages P ...] [--out FILE]
+
+BASE is a checkout's folder or a git revision of this one (default HEAD~1, checked out in a
+temporary worktree for the run).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import argparse
 import json
 import shutil
 import statistics
+import subprocess
 import tempfile
 import time
 from contextlib import ExitStack
@@ -33,19 +36,31 @@ OUT = ROOT / "benchmarks" / "out" / "pages_ab.json"
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("base", type=Path, help="the other checkout (its app.py is served)")
+    ap.add_argument("base", nargs="?", default="HEAD~1", help="a checkout's folder or a revision")
     ap.add_argument("--visits", type=int, default=4, help="visits per page, side and mode")
     ap.add_argument("--pages", nargs="+", choices=(*RUN_FREE, *RUN_PAGES),
                     default=(*RUN_FREE, *RUN_PAGES))  # fmt: skip
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-pages-ab-"))
+    with ExitStack() as cleanup:
+        base = Path(args.base)
+        if not base.is_dir():
+            base = folder / "checkout"
+            git = ["git", "-C", str(ROOT), "worktree"]
+            subprocess.run([*git, "add", "--detach", str(base), args.base], check=True)
+            cleanup.callback(subprocess.run, [*git, "remove", "--force", str(base)], check=True)
+        compare(args, folder, base)
+
+
+def compare(args: argparse.Namespace, folder: Path, base: Path) -> None:
+    """Both checkouts' pages, alternating; the medians printed and written to args.out."""
     stores = {"head": folder / "head", "base": folder / "base"}
     stores["head"].mkdir()
     with dashboard(stores["head"]) as url, playwright.sync_playwright() as p:
         page_seconds(fresh(launch(p)), f"{url}/runs")  # the first start ingests the demo runs
     shutil.copytree(stores["head"], stores["base"])
-    checkouts = {"head": ROOT, "base": args.base.resolve()}
+    checkouts = {"head": ROOT, "base": base.resolve()}
     result: dict[str, Any] = {"base": str(checkouts["base"]), "started": time.strftime("%F %T %Z"),
                               "load_before": load(), "pages": {}}  # fmt: skip
     with ExitStack() as stack, playwright.sync_playwright() as p:
