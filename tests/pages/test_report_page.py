@@ -3,6 +3,7 @@ training run and on a CPU-only run (the stores are tests/conftest.py's)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +30,14 @@ def test_report_page_previews_and_offers_every_format(
     assert [t.label for t in at.tabs] == [TITLES[k] for k in CHART_SECTIONS]
     # Only the open tab's chart is sent; picking another tab draws that one instead.
     assert [len(chart_specs(t)) for t in at.tabs] == [1, 0, 0, 0]
+    assert len(at.tabs[0].get("bidi_component")) == 1  # scatter: the basic bundle draws it
     at.session_state["report_chart"] = TITLES[CHART_SECTIONS[-1]]
     at.run()
     assert not at.exception, at.exception
     assert [len(chart_specs(t)) for t in at.tabs] == [0, 0, 0, 1]
+    # The timeline snapshot's heatmap or scattergl is not in the basic bundle.
+    (timeline,) = at.tabs[-1].get("plotly_chart")
+    assert {t["type"] for t in json.loads(timeline.proto.spec)["data"]} & {"heatmap", "scattergl"}
 
 
 def test_report_page_on_a_cpu_only_run(cpu: tuple[Path, str]) -> None:
