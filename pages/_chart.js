@@ -56,11 +56,9 @@ export default function ({ parentElement, data }) {
   plotly()
     .then((Plotly) => {
       if (gone) return;
-      Plotly.react(div, fig.data, themed(fig.layout ?? {}, parentElement), {
-        displaylogo: false,
-        responsive: true,
-      });
-      // The sidebar opening or closing changes the width without a window resize.
+      Plotly.react(div, fig.data, themed(fig.layout ?? {}, parentElement), { displaylogo: false });
+      // Redrawn when its width changes: a window resize, and the sidebar opening or closing,
+      // which Plotly's own `responsive` (a window resize listener) would miss.
       div.__dashResize ??= new ResizeObserver(() => div.data && Plotly.Plots.resize(div));
       div.__dashResize.observe(div);
     })

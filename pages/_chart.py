@@ -14,6 +14,7 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 import streamlit as st
+from plotly.io.json import to_json_plotly
 
 BASIC_TRACES = frozenset({"scatter", "bar", "pie"})  # what static/plotly-basic.min.js draws
 
@@ -28,6 +29,15 @@ _CHART = st.components.v2.component(
 def show_chart(fig: go.Figure, *, key: str | None = None) -> None:
     """Draw `fig` across the page's width."""
     if {trace.type for trace in fig.data} <= BASIC_TRACES:
-        _CHART(data=fig.to_json(), key=key)
+        _CHART(data=_without_template(fig), key=key)
     else:
         st.plotly_chart(fig, width="stretch", key=key)
+
+
+def _without_template(fig: go.Figure) -> str:
+    """The figure's JSON less its template: _chart.js lays the viewer's theme in its place,
+    so plotly's default template (6.5 KB) would travel with every draw only to be dropped,
+    every second on the Live page."""
+    spec = fig.to_dict()
+    spec["layout"].pop("template", None)
+    return str(to_json_plotly(spec))
