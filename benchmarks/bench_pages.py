@@ -86,6 +86,12 @@ def page_seconds(new_page: Callable[[], Any], url: str) -> float:
         page.close()
 
 
+def ingest_demo(data: Path) -> None:
+    """The demo runs into store `data`: the dashboard's first start ingests them."""
+    with dashboard(data) as url, playwright.sync_playwright() as p:
+        page_seconds(fresh(launch(p)), f"{url}/runs")
+
+
 def nav_seconds(page: Any, url: str, page_name: str) -> float:
     """Seconds from a click on the sidebar's link to `page_name` (served at `url`) until it is
     rendered."""
@@ -226,9 +232,7 @@ def main() -> None:
     data.mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = {"cpus": os.cpu_count(), "started": time.strftime("%F %T %Z"),
                               "load_before": load(), "pages": {}}  # fmt: skip
-    with dashboard(data) as url, playwright.sync_playwright() as p:
-        # the server's first start ingests the demo runs
-        page_seconds(fresh(launch(p)), f"{url}/runs")
+    ingest_demo(data)
     if not (Store(data).runs()["name"] == "big").any():
         traces = sorted(args.big.glob("*.json*")) if args.big.is_dir() else [args.big]
         ingest(traces, data_dir=data, name="big")

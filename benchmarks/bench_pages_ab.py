@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis_common import ROOT
-from bench_pages import RUN_FREE, RUN_PAGES, VIEWPORT, fresh, load, page_seconds
+from bench_pages import RUN_FREE, RUN_PAGES, VIEWPORT, fresh, ingest_demo, load, page_seconds
 from helpers.browser import dashboard, launch
 from playwright import sync_api as playwright
 
@@ -44,6 +44,7 @@ def main() -> None:
     args = ap.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-pages-ab-"))
     with ExitStack() as cleanup:
+        cleanup.callback(shutil.rmtree, folder, ignore_errors=True)  # the two stores
         base = Path(args.base)
         if not base.is_dir():
             base = folder / "checkout"
@@ -57,8 +58,7 @@ def compare(args: argparse.Namespace, folder: Path, base: Path) -> None:
     """Both checkouts' pages, alternating; the medians printed and written to args.out."""
     stores = {"head": folder / "head", "base": folder / "base"}
     stores["head"].mkdir()
-    with dashboard(stores["head"]) as url, playwright.sync_playwright() as p:
-        page_seconds(fresh(launch(p)), f"{url}/runs")  # the first start ingests the demo runs
+    ingest_demo(stores["head"])
     shutil.copytree(stores["head"], stores["base"])
     checkouts = {"head": ROOT, "base": base.resolve()}
     result: dict[str, Any] = {"base": str(checkouts["base"]), "started": time.strftime("%F %T %Z"),
