@@ -32,13 +32,7 @@ def main() -> None:
     print(ev.table(results))
     print()
     for half in ("tune", "held-out"):
-        r = [x for x in results if x.half == half]
-        print(
-            f"{half}: {len(r)} pairs; planted first {sum(x.first for x in r)}, "
-            f"estimate within {sum(x.within for x in r)}, after clean "
-            f"{sum(x.after_clean for x in r)}, no host finding over the headroom "
-            f"{sum(not x.over_headroom for x in r)}, all four {sum(x.passed for x in r)}"
-        )
+        print(ev.half_counts(results, half))
     print()
     print(ev.rival_table(results))
     for pair, why in ev.EXCLUDED.items():

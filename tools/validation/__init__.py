@@ -15,9 +15,14 @@ weights), from the repository root:
 
 Writes OUT/summary.json after every workload (ids, roles, planted recommendation, timings,
 per-step times, units per step, trace path, versions, errors) and OUT/traces/, then packs both
-into the --tar file (uncompressed, at most 16 MiB; traces that would not fit are listed in the
-summary's `tar_left_out`). `--list` prints the workloads, `--only ID[,ID]` runs some (a pair id
-selects its runs), `--budget-s` stops starting workloads once that many seconds have passed.
+into the --tar file and, when they do not fit in one, NAME-2.tar, NAME-3.tar… (uncompressed,
+at most 16 MiB each; a trace larger than that is listed in the summary's `tar_left_out`).
+`--list` prints the workloads, `--only ID[,ID]` runs some (a pair id selects its runs),
+`--budget-s` stops starting workloads once that many seconds have passed.
+
+`--interleave SUFFIX` records each selected pair as PAIR-SUFFIX with both runs built in one
+process and their unprofiled timing interleaved in rounds (interleave.py: the saving is the
+median of the rounds' paired differences); each run is still profiled alone.
 
 `--smoke` runs tiny CPU versions of every workload whose libraries import here (the others
 are skipped with the reason), so the control flow, the timing, the profiling with the hook
@@ -26,5 +31,6 @@ and the summary are exercised without a GPU.
 The package: workload (the shared types), timing (unprofiled timing and the hook's
 profile), training (the training step), one module per workload family (language_models,
 vision, launch_bound, decode, lightning_train), pairs (the table of pairs), runner (a
-workload's record, the summary, the tar) and cli (the command line).
+workload's record, the summary, the tars), interleave (a pair recorded in one process) and
+cli (the command line).
 """

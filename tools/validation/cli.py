@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import logging
 import sys
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import torch
 
-from tools.validation.pairs import CASES
+from tools.validation.interleave import measure_pair
+from tools.validation.pairs import CASES, PAIRS
 from tools.validation.runner import Summary, base_record, line, missing, pack, run_case, versions
 from tools.validation.workload import Case, Ctx
 
@@ -27,6 +30,23 @@ def select(only: str | None) -> list[Case]:
     if unknown := wanted - known:
         sys.exit(f"--only: unknown workload or pair {', '.join(sorted(unknown))} (see --list)")
     return [c for c in CASES if c.id in wanted or c.pair in wanted]
+
+
+def interleaved(cases: list[Case], suffix: str) -> list[tuple[Case, Case]]:
+    """The pairs among `cases` (their own before and after runs, not the flag variants),
+    renamed PAIR-SUFFIX, so that a recording of them joins the others as replicates."""
+    wanted = {c.id for c in cases}
+    out = []
+    for before, after in zip(PAIRS[::2], PAIRS[1::2], strict=True):
+        if before.id in wanted or after.id in wanted:
+            pair = f"{before.pair}-{suffix}"
+            out.append(
+                (
+                    dataclasses.replace(before, id=f"{pair}-before", pair=pair),
+                    dataclasses.replace(after, id=f"{pair}-after", pair=pair),
+                )
+            )
+    return out
 
 
 def quiet() -> None:
@@ -50,6 +70,12 @@ def main() -> int:
     ap.add_argument("--budget-s", type=float, help="start no workload after this many seconds")
     ap.add_argument("--resume", action="store_true", help="skip workloads OUT has done (ok)")
     ap.add_argument("--smoke", action="store_true", help="tiny CPU versions, for checking here")
+    ap.add_argument(
+        "--interleave",
+        metavar="SUFFIX",
+        help="record each selected pair in one process, its runs' timing interleaved "
+        "(tools/validation/interleave.py), as pair PAIR-SUFFIX",
+    )
     args = ap.parse_args()
     if args.list:
         for c in CASES:
@@ -73,21 +99,46 @@ def main() -> int:
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     summary = Summary(args.out, invocation)
-    if args.resume:
-        cases = [c for c in cases if not summary.done(c)]
-    for i, case in enumerate(cases, 1):
-        if ctx.seconds_left() <= 0:
-            why = f"budget of {args.budget_s:.0f} s spent"
-            record = {**base_record(case), "status": "skipped", "reason": why}
-        elif lacking := missing(case):
-            why = f"needs {', '.join(lacking)}: not importable"
-            record = {**base_record(case), "status": "skipped", "reason": why}
-        else:
-            record = run_case(ctx, case, args.out)
-        summary.put(case.id, record)
-        print(f"[{i:2d}/{len(cases)}] {line(case, record)}", flush=True)
+    if args.interleave:
+        record_interleaved(ctx, interleaved(cases, args.interleave), args.out, summary)
+    else:
+        record(ctx, [c for c in cases if not (args.resume and summary.done(c))], args, summary)
     invocation.update(finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), elapsed_s=round(ctx.elapsed()))
     summary.write()
     if args.tar:
         pack(args.out, summary, args.tar)
     return 0
+
+
+def skipped(ctx: Ctx, case: Case) -> dict[str, Any] | None:
+    """The record of a workload that is not run (the budget spent, a library missing)."""
+    if ctx.seconds_left() <= 0:
+        return {
+            **base_record(case),
+            "status": "skipped",
+            "reason": f"budget of {ctx.budget_s:.0f} s spent",
+        }
+    if lacking := missing(case):
+        why = f"needs {', '.join(lacking)}: not importable"
+        return {**base_record(case), "status": "skipped", "reason": why}
+    return None
+
+
+def record_interleaved(
+    ctx: Ctx, pairs: list[tuple[Case, Case]], out: Path, summary: Summary
+) -> None:
+    for i, (before, after) in enumerate(pairs, 1):
+        why = skipped(ctx, before)
+        records = (
+            [why, {**why, **base_record(after)}] if why else measure_pair(ctx, before, after, out)
+        )
+        for case, r in zip((before, after), records, strict=True):
+            summary.put(case.id, r)
+            print(f"[{i:2d}/{len(pairs)}] {line(case, r)}", flush=True)
+
+
+def record(ctx: Ctx, cases: list[Case], args: argparse.Namespace, summary: Summary) -> None:
+    for i, case in enumerate(cases, 1):
+        r = skipped(ctx, case) or run_case(ctx, case, args.out)
+        summary.put(case.id, r)
+        print(f"[{i:2d}/{len(cases)}] {line(case, r)}", flush=True)

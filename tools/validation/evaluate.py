@@ -3,11 +3,12 @@ and what the change saved when it was made.
 
 For every pair of tests/data/validation_h200 (recorded by tools/record_validation_pairs.py on
 an H200): the planted finding's rank and estimated saving on the "before" run, the measured
-saving (the two runs' unprofiled medians of 20 steps, per unit of work when the change alters
-the batch), the findings of the "after" run, and the host findings' claims against the step's
-headroom. The runs are ingested with their measured unprofiled step as the
-`unprofiled_step_ms` tag, so that the rules are judged on their own; the hook's and the
-profiler-overhead model's errors on that step are reported apart (`step_errors`).
+saving (the two runs' unprofiled medians of 20 steps, or the median of an interleaved
+recording's paired rounds; per unit of work when the change alters the batch), the findings
+of the "after" run, and the host findings' claims against the step's headroom. The runs are
+ingested with their measured unprofiled step as the `unprofiled_step_ms` tag, so that the
+rules are judged on their own; the hook's and the profiler-overhead model's errors on that
+step are reported apart (`step_errors`).
 
 Half of the pairs tuned the thresholds and models (HALVES); the other half is reported
 separately, as recordings the rules were not fitted to.
@@ -19,6 +20,7 @@ torch.
 from __future__ import annotations
 
 import json
+import statistics
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +33,7 @@ from analysis.rules.recommend import Recommendation, recommend
 from analysis.step_model import TAG
 from tools.validation.rivals import (
     RIVAL_REPLICATES,
+    RIVALS,
     SESSIONS,
     rival_halves,
     rival_verdicts,
@@ -108,6 +111,23 @@ OVERHEAD_HALVES = dict(HALVES)
 # holds new pairs out for it.
 RETUNED = ("recompute-vit", "recompute-vit-r4", "recompute-vit-r5")
 HALVES |= dict.fromkeys(RETUNED, "tune")
+# The eighth recording (tools/validation/interleave.py, tests/data/validation_h200_interleaved):
+# 48 pairs again, each pair's two runs in one process with their timing interleaved, as
+# "<pair>-i8". Each joins its pair's half and model group.
+INTERLEAVED = "-i8"
+RIVAL_GROUPS = tuple(
+    (source, *sorted(r for r, (p, _, _) in RIVALS.items() if p == source))
+    for source in sorted({p for p, _, _ in RIVALS.values()})
+)
+
+
+def base_pair(pair: str) -> str:
+    """The pair an interleaved recording (PAIR-i8) is of; itself for the others."""
+    return pair.removesuffix(INTERLEAVED)
+
+
+def half_of(pair: str) -> str:
+    return HALVES.get(pair) or HALVES.get(base_pair(pair), "unassigned")
 
 
 # The findings whose fix removes host time or waiting only (no GPU work): none may claim more
@@ -136,12 +156,12 @@ class PairResult:
         return None if self.est_ms is None else self.est_ms - self.measured_ms
 
     @property
+    def tolerance_ms(self) -> float:
+        return max(WITHIN_REL * abs(self.measured_ms), WITHIN_POINTS / 100 * self.step_ms)
+
+    @property
     def within(self) -> bool:
-        if self.error_ms is None:
-            return False
-        return abs(self.error_ms) <= max(
-            WITHIN_REL * abs(self.measured_ms), WITHIN_POINTS / 100 * self.step_ms
-        )
+        return self.error_ms is not None and abs(self.error_ms) <= self.tolerance_ms
 
     @property
     def first(self) -> bool:
@@ -180,9 +200,13 @@ def planted_of(workloads: dict[str, Any], pair: str) -> str:
 
 
 def measured_saving(workloads: dict[str, Any], pair: str) -> float:
-    """Before's unprofiled step less after's, per before's unit of work (tokens, samples)."""
+    """Before's unprofiled step less after's, per before's unit of work (tokens, samples):
+    for an interleaved recording, the median of its rounds' paired differences."""
     b, a = (workloads[k] for k in runs_of(pair))
     per_unit = b["units_per_step"] / a["units_per_step"]
+    rb, ra = b["unprofiled"].get("rounds_ms"), a["unprofiled"].get("rounds_ms")
+    if rb and ra and len(rb) == len(ra):
+        return statistics.median(x - y * per_unit for x, y in zip(rb, ra, strict=True))
     return unprofiled_ms(b) - unprofiled_ms(a) * per_unit
 
 
@@ -194,6 +218,18 @@ def pairs(workloads: dict[str, Any]) -> list[str]:
         for p in ids
         if p not in EXCLUDED and all(workloads.get(k, {}).get("status") == "ok" for k in runs_of(p))
     ]
+
+
+def model_group(pair: str) -> tuple[str, ...]:
+    """The pairs whose before runs the same model as `pair`'s: its SAME_MODEL group (a rival
+    or a replicate: its source's); for an interleaved recording, every group of its pair,
+    the rivals' included (one recording: they share the model), in that recording."""
+    base = base_pair(pair)
+    if base == pair:
+        source = source_of(pair)
+        return next((g for g in SAME_MODEL if source in g), (source,))
+    groups = [*SAME_MODEL, *RIVAL_GROUPS]
+    return tuple(sorted({q + INTERLEAVED for g in groups if base in g for q in g} | {pair}))
 
 
 def _headroom_claims(facts: Facts, recs: list[Recommendation]) -> tuple[str, ...]:
@@ -226,8 +262,7 @@ def evaluate(facts_of: Callable[[str], Facts], workloads: dict[str, Any]) -> lis
         ids = [r.id for r in recs]
         rank = ids.index(planted[p]) + 1 if planted[p] in ids else None
         above = tuple(ids[: (rank or 1) - 1]) if rank else ()
-        source = source_of(p)
-        group = next((g for g in SAME_MODEL if source in g), (source,))
+        group = model_group(p)
         # Two savings closer than the check's own tolerance are a tie: the same before
         # workload measured 36.85 and 46.31 ms minutes apart (recompute-bert's, D66).
         tie = WITHIN_POINTS / 100 * unprofiled_ms(workloads[before])
@@ -239,7 +274,7 @@ def evaluate(facts_of: Callable[[str], Facts], workloads: dict[str, Any]) -> lis
         out.append(
             PairResult(
                 pair=p,
-                half=HALVES.get(p, "unassigned"),
+                half=half_of(p),
                 planted=planted[p],
                 rank=rank,
                 est_ms=next((r.est_saving_ms for r in everything if r.id == planted[p]), None),
@@ -280,6 +315,17 @@ def table(results: list[PairResult]) -> str:
             f"{'yes' if r.first else 'no'} | {'yes' if r.after_clean else 'no'} |"
         )
     return "\n".join([head, *rows])
+
+
+def half_counts(results: list[PairResult], half: str) -> str:
+    """The line of counts per check for one half, as the closing notes give them."""
+    r = [x for x in results if x.half == half]
+    return (
+        f"{half}: {len(r)} pairs; planted first {sum(x.first for x in r)}, "
+        f"estimate within {sum(x.within for x in r)}, after clean "
+        f"{sum(x.after_clean for x in r)}, no host finding over the headroom "
+        f"{sum(not x.over_headroom for x in r)}, all four {sum(x.passed for x in r)}"
+    )
 
 
 def rival_table(results: list[PairResult]) -> str:
@@ -335,15 +381,17 @@ def ingest_all(data_dir: Path, workloads: dict[str, Any], folder: Path = DATA) -
     }
 
 
-def scratch_store(folder: Path | None, workloads: dict[str, Any]) -> Callable[[str], Facts]:
-    """The validation runs in a store at `folder` (ingested there when it has none yet; a
-    temporary folder when None): workload id -> facts."""
+def scratch_store(
+    folder: Path | None, workloads: dict[str, Any], traces: Path = DATA
+) -> Callable[[str], Facts]:
+    """The validation runs (their traces under `traces`) in a store at `folder` (ingested
+    there when it has none yet; a temporary folder when None): workload id -> facts."""
     folder = folder or Path(tempfile.mkdtemp(prefix="validation-"))
     ids_file = folder / "ids.json"
     if ids_file.exists():
         ids = json.loads(ids_file.read_text())
     else:
         folder.mkdir(parents=True, exist_ok=True)
-        ids = ingest_all(folder, workloads)
+        ids = ingest_all(folder, workloads, traces)
         ids_file.write_text(json.dumps(ids))
     return gather_of(Store(folder), ids)

@@ -177,23 +177,34 @@ def line(case: Case, r: dict[str, Any]) -> str:
 
 
 def pack(out: Path, summary: Summary, tar_path: Path) -> None:
-    """OUT's summary and traces in one uncompressed tar of at most TAR_LIMIT_BYTES; traces
-    that would not fit are left out and listed in the summary first."""
+    """OUT's summary and traces in uncompressed tars of at most TAR_LIMIT_BYTES each (what one
+    file back from the GPU machine may be): tar_path holds the summary and the first traces,
+    NAME-2.tar, NAME-3.tar… the rest. A trace too large for any is left out and listed in
+    the summary's `tar_left_out`."""
     traces = sorted((out / "traces").rglob("*.json.gz")) if (out / "traces").is_dir() else []
     room = TAR_LIMIT_BYTES - 512 * 1024  # the summary, headers, the end-of-archive blocks
-    kept, left = [], []
+    parts: list[list[Path]] = [[]]
+    left, free = [], room
     for t in traces:
         size = 512 + -(-t.stat().st_size // 512) * 512
-        (kept if size <= room else left).append(t)
-        room -= size if size <= room else 0
+        if size > room:
+            left.append(t)
+            continue
+        if size > free:
+            parts.append([])
+            free = room
+        parts[-1].append(t)
+        free -= size
     summary.data["tar_left_out"] = [t.relative_to(out).as_posix() for t in left]
     summary.write()
-    with tarfile.open(tar_path, "w") as tar:
-        tar.add(summary.path, arcname="summary.json")
-        for t in kept:
-            tar.add(t, arcname=t.relative_to(out).as_posix())
-    print(
-        f"packed {len(kept)} traces ({len(left)} left out) into {tar_path}: "
-        f"{tar_path.stat().st_size / 2**20:.1f} MiB",
-        flush=True,
-    )
+    for i, part in enumerate(parts, 1):
+        path = tar_path if i == 1 else tar_path.with_name(f"{tar_path.stem}-{i}{tar_path.suffix}")
+        with tarfile.open(path, "w") as tar:
+            if i == 1:
+                tar.add(summary.path, arcname="summary.json")
+            for t in part:
+                tar.add(t, arcname=t.relative_to(out).as_posix())
+        mib = path.stat().st_size / 2**20
+        print(f"packed {len(part)} traces into {path}: {mib:.1f} MiB", flush=True)
+    if left:
+        print(f"left out {len(left)} traces over {TAR_LIMIT_BYTES >> 20} MiB", flush=True)

@@ -1,0 +1,104 @@
+"""The interleaved recording of a validation pair (tools/validation/interleave.py), its tars,
+and how tools/validation/evaluate.py reads it: run for real on the CPU (the launch-bound MLP
+pair at its smoke size, profiled by the dashboard's hook), and on the eighth recording's
+summary from the H200 (tests/data/validation_h200_interleaved)."""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from tools.validation import evaluate as ev
+from tools.validation import runner
+from tools.validation.cli import interleaved
+from tools.validation.interleave import ROUNDS, Globals, measure_pair
+from tools.validation.pairs import CASES
+from tools.validation.workload import Ctx
+
+RECORDED = ev.summary(ev.REPO / "tests" / "data" / "validation_h200_interleaved")
+
+
+def test_a_pair_is_timed_in_alternating_rounds_and_each_run_profiled(tmp_path: Path) -> None:
+    ctx = Ctx(smoke=True, device=torch.device("cpu"), started=time.perf_counter(), budget_s=None)
+    ((before, after),) = interleaved([c for c in CASES if c.pair == "launch-bound-mlp"], "i8")
+    records = measure_pair(ctx, before, after, tmp_path)
+    assert [r["status"] for r in records] == ["ok", "ok"], [r["errors"] for r in records]
+    for case, r in zip((before, after), records, strict=True):
+        assert (case.id, r["pair"]) == (f"launch-bound-mlp-i8-{r['role']}", "launch-bound-mlp-i8")
+        u = r["unprofiled"]
+        assert len(u["rounds_ms"]) == ROUNDS
+        assert len(u["per_step_ms"]) == u["steps"]
+        assert u["median_ms"] == statistics.median(u["rounds_ms"])
+        assert (tmp_path / r["trace"]).stat().st_size > 10_000  # the hook's trace of this run
+        assert r["hook_unprofiled"]["median_ms"] > 0
+    workloads = {before.id: records[0], after.id: records[1]}
+    paired = [x - y for x, y in zip(*(r["unprofiled"]["rounds_ms"] for r in records), strict=True)]
+    assert ev.measured_saving(workloads, "launch-bound-mlp-i8") == statistics.median(paired)
+
+
+def test_each_runs_settings_are_put_back_before_its_rounds() -> None:
+    saved = Globals.now()
+    try:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = True, False
+        torch.backends.cudnn.benchmark = True
+        tf32_run = Globals.now()
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = False, True
+        torch.backends.cudnn.benchmark = False  # the other run's build
+        tf32_run.apply()
+        assert Globals.now() == Globals(matmul_tf32=True, cudnn_tf32=False, cudnn_benchmark=True)
+    finally:
+        saved.apply()
+
+
+def test_traces_are_packed_into_as_many_tars_as_the_size_limit_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = sorted((ev.DATA).glob("*.pt.trace.json.gz"), key=lambda p: p.stat().st_size)
+    small, big = src[:6], src[-1]  # the largest (1.07 MB) exceeds the limit set below
+    for i, t in enumerate([*small, big]):
+        dst = tmp_path / "traces" / f"w{i}" / "rank0.pt.trace.json.gz"
+        dst.parent.mkdir(parents=True)
+        shutil.copy(t, dst)
+    limit = 512 * 1024 + sum(t.stat().st_size for t in small) // 2 + 8192
+    monkeypatch.setattr(runner, "TAR_LIMIT_BYTES", limit)
+    summary = runner.Summary(tmp_path, {"argv": ["test"]})
+    runner.pack(tmp_path, summary, tmp_path / "v.tar")
+    tars = sorted(tmp_path.glob("v*.tar"))
+    assert [t.name for t in tars] == ["v-2.tar", "v-3.tar", "v.tar"][: len(tars)]
+    assert len(tars) >= 2
+    members = {}
+    for t in tars:
+        with tarfile.open(t) as tar:
+            members[t.name] = tar.getnames()
+    assert members["v.tar"][0] == "summary.json"
+    assert not any("summary.json" in m for n, m in members.items() if n != "v.tar")
+    packed = sorted(m for ms in members.values() for m in ms if m.endswith(".gz"))
+    assert packed == sorted(f"traces/w{i}/rank0.pt.trace.json.gz" for i in range(len(small)))
+    assert all(t.stat().st_size <= limit for t in tars)
+    assert summary.data["tar_left_out"] == ["traces/w6/rank0.pt.trace.json.gz"]
+
+
+def test_the_eighth_recording_is_read_as_replicates_of_the_pairs() -> None:
+    pairs = ev.pairs(RECORDED)
+    assert len(pairs) == 48
+    assert all(p.endswith(ev.INTERLEAVED) for p in pairs)
+    assert {ev.base_pair(p) for p in pairs} <= set(ev.HALVES)
+    assert {p: ev.half_of(p) for p in pairs} == {p: ev.HALVES[ev.base_pair(p)] for p in pairs}
+    for p in pairs:
+        b, a = (RECORDED[k] for k in ev.runs_of(p))
+        assert len(b["unprofiled"]["rounds_ms"]) == len(a["unprofiled"]["rounds_ms"]) == ROUNDS
+        group = ev.model_group(p)
+        assert p in group
+        assert all(q.endswith(ev.INTERLEAVED) for q in group)
+    # the same before workload in one recording: optimizer-gpt2-124m's, with its two rivals
+    assert ev.model_group("batch-gpt2-124m-i8") == (
+        "batch-gpt2-124m-i8", "fusion-compile-gpt2-124m-i8", "optimizer-gpt2-124m-i8"
+    )  # fmt: skip
+    # GPU-bound: the rounds agree to 0.02 ms; the paired median is the saving
+    assert ev.measured_saving(RECORDED, "tf32-vit-i8") == pytest.approx(29.96, abs=0.01)
