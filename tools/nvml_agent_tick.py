@@ -5,7 +5,8 @@ starts a bf16 GEMM loop in another process (a job beside the agent, its CUDA con
 before the phase starts so the driver's start-up is not in it), then idle again. Every tick's
 `sample_cost_ns` (what the agent spent reading one GPU) is read back from the store and split
 by phase. Writes OUT/agent_tick.json: per phase, ticks, median, p99, max (µs), ticks over 1 ms and
-when they came (seconds into the phase), and how many of those overlapped one of the agent's
+when they came (seconds into the phase), every sample's on-CPU time beside its wall time
+(`cpu_per_sample`), and how many of those overlapped one of the agent's
 garbage collections or followed one of its segment writes (both logged around the unchanged
 agent: OUT/agent_events.json), and what each sample over 1 ms spent in which NVML read, on CPU or
 waiting (`slow_samples`).
@@ -73,7 +74,7 @@ def timed_flush(self):
     log["flush"].append((w, time.perf_counter_ns() - t))
 agent.NvmlSampler.flush = timed_flush
 from collectors.nvml_source.gpu import PynvmlSource
-log["slow"], calls = [], []
+log["slow"], log["cpu"], calls = [], [], []
 read, sample = PynvmlSource.read, PynvmlSource.sample
 def timed_read(self, g, cols, fn):
     t, c = time.perf_counter_ns(), time.thread_time_ns()
@@ -85,9 +86,10 @@ def timed_sample(self, gpu):
     calls.clear()
     w, t, c = time.time_ns(), time.perf_counter_ns(), time.thread_time_ns()
     row = sample(self, gpu)
-    d = time.perf_counter_ns() - t
+    d, cpu = time.perf_counter_ns() - t, time.thread_time_ns() - c
+    log["cpu"].append((w, d, cpu))
     if d > 1_000_000:
-        log["slow"].append((w, d, time.thread_time_ns() - c, list(calls)))
+        log["slow"].append((w, d, cpu, list(calls)))
     return row
 PynvmlSource.read, PynvmlSource.sample = timed_read, timed_sample
 out = sys.argv.pop(1)
@@ -208,6 +210,24 @@ def main() -> None:
          "slowest_reads": [(n, x // 1000, y // 1000) for n, x, y in sorted(r, key=slowest)[:3]]}
         for w, d, c, r in events["slow"]
     ]  # fmt: skip
+
+    # Every sample's wall and on-CPU time (the thread's): a tick whose wall is far above its
+    # CPU waited in the driver or for a CPU; its CPU is what it took from the job beside it.
+    def cpu_stats(rows: list) -> dict[str, float]:
+        cpu, wall = sorted(c for _, _, c in rows), sorted(d for _, d, _ in rows)
+        n = len(cpu)
+        return {"samples": n, "cpu_median_us": cpu[n // 2] / 1e3,
+                "cpu_p99_us": cpu[min(n - 1, int(n * 0.99))] / 1e3, "cpu_max_us": cpu[-1] / 1e3,
+                "cpu_over_1ms": sum(c > 1_000_000 for c in cpu),
+                "wall_p99_us": wall[min(n - 1, int(n * 0.99))] / 1e3} if n else {}  # fmt: skip
+
+    timed = [(w, d, c) for w, d, c in events["cpu"] if first <= w < last]
+    out["cpu_per_sample"] = {
+        "all_phases": cpu_stats(timed),
+        "outside_cuda_lifecycle": cpu_stats(
+            [x for x in timed if not any(a <= x[0] < b for a, b in lifecycle)]
+        ),
+    }
     writes = sorted(d for _, d in events["flush"])
     out["segment_write_ms"] = {"n": len(writes), "median": writes[len(writes) // 2] / 1e6,
                                "max": writes[-1] / 1e6} if writes else {}  # fmt: skip
