@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tools.validation import evaluate as ev
+from tools.validation import summaries
 from tools.validation.step_errors import step_error_summary, step_errors
 
 
@@ -29,12 +30,12 @@ def main() -> None:
     workloads = ev.summary()
     facts_of = ev.scratch_store(Path(sys.argv[1]) if len(sys.argv) > 1 else None, workloads)
     results = ev.evaluate(facts_of, workloads)
-    print(ev.table(results))
+    print(summaries.table(results))
     print()
     for half in ("tune", "held-out"):
-        print(ev.half_counts(results, half))
+        print(summaries.half_counts(results, half))
     print()
-    print(ev.rival_table(results))
+    print(summaries.rival_table(results))
     for pair, why in ev.EXCLUDED.items():
         print(f"left out: {pair}: {why}")
     print()

@@ -31,6 +31,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tools.validation import evaluate as ev
+from tools.validation import summaries
 
 INTERLEAVED = ev.REPO / "tests" / "data" / "validation_h200_interleaved"
 
@@ -107,10 +108,10 @@ def main() -> None:
 def same_session(traces: Path, workloads: dict[str, Any]) -> None:
     """The eighth recording judged on its own traces (as bench_validation.py judges the set)."""
     results = ev.evaluate(ev.scratch_store(None, workloads, traces), workloads)
-    print(ev.table(results))
+    print(summaries.table(results))
     print()
     for half in ("tune", "held-out"):
-        print(ev.half_counts(results, half))
+        print(summaries.half_counts(results, half))
 
 
 if __name__ == "__main__":

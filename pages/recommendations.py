@@ -112,6 +112,7 @@ for i, (r, (top, first)) in enumerate(zip(recs, behind, strict=True), 1):
         )
         # Evidence names ops and kernels (`__next__`, templates with `*`): literal text.
         st.markdown("\n".join(f"- {md(e)}" for e in r.evidence))
+        st.caption(md(r.track_record, None))
         with st.expander("Why this saving"):
             st.markdown(md(r.why, None))
             st.caption(

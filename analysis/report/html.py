@@ -70,9 +70,11 @@ def _recommendation(r: Recommendation) -> str:
     rec = r.rec
     evidence = "".join(f"<li>{escape(str(e))}</li>" for e in rec.get("evidence") or [])
     targets = targets_text(rec)
+    track = str(rec.get("track_record") or "")
     return f"""<article class="rec" id="rec-{escape(str(rec.get("id", r.rank)))}">
 <h3>{r.rank}. {escape(str(rec.get("title", "")))}</h3>
 <p><span class="badge">{escape(str(rec.get("id", "")))}</span> {escape(saving_text(rec))}</p>
+{f'<p class="muted">{escape(track)}</p>' if track else ""}
 <p>{escape(str(rec.get("why") or ""))}</p>
 {f'<p class="muted">{escape(targets)}</p>' if targets else ""}
 <h4>Evidence</h4><ul>{evidence}</ul>

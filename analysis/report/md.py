@@ -51,6 +51,8 @@ def _recommendation(r: Recommendation) -> str:
         f"`{rec.get('id', '')}` · {md_escape(saving_text(rec))}",
         md_escape(str(rec.get("why") or "")),
     ]
+    if track := rec.get("track_record"):
+        parts.insert(2, f"*{md_escape(str(track))}*")
     if targets := targets_text(rec):
         parts.append(md_escape(targets))
     evidence = rec.get("evidence") or []

@@ -133,6 +133,8 @@ def _recommendation(pdf: FPDF, r: Recommendation) -> None:
     rec = r.rec
     _heading(pdf, f"{r.rank}. {rec.get('title', '')}", 12, MIN_FOLLOW_MM)
     _text(pdf, f"{rec.get('id', '')} · {saving_text(rec)}", SMALL_PT)
+    if rec.get("track_record"):
+        _text(pdf, str(rec["track_record"]), SMALL_PT)
     if rec.get("why"):
         _text(pdf, str(rec["why"]))
     if targets := targets_text(rec, NAME_CHARS):

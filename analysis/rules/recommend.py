@@ -26,6 +26,8 @@ from analysis.rules import (
 )
 from analysis.rules.catalog import CATALOG
 from analysis.rules.registry import Finding, Rule
+from analysis.rules.track_record import track_record_text
+from analysis.rules.track_record_h200 import TRACK_RECORD
 
 CONFIDENCE = ("high", "medium", "low")
 MINOR_PCT = 0.5  # a finding that saves less than this share of the step is not ranked
@@ -50,6 +52,7 @@ class Recommendation:
     ops: tuple[str, ...]
     minor: bool = False  # under MINOR_PCT of the step: listed apart, not ranked
     alternative_of: str = ""  # a higher-ranked id whose fix targets the same kernels
+    track_record: str = ""  # how this finding's estimates did against measured savings
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -65,6 +68,7 @@ class Recommendation:
             "ops": list(self.ops),
             "minor": self.minor,
             "alternative_of": self.alternative_of or None,
+            "track_record": self.track_record,
         }
 
 
@@ -109,6 +113,7 @@ def recommend(facts: Facts) -> list[Recommendation]:
                 kernels=found.kernels,
                 ops=found.ops,
                 minor=pct < MINOR_PCT,
+                track_record=track_record_text(TRACK_RECORD.get(rule_id)),
             )
         )
     ranked = sorted(

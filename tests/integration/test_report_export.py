@@ -125,6 +125,8 @@ def test_json_holds_the_contract(naive_doc: dict[str, Any]) -> None:
     assert recs
     for rec in recs:
         assert set(rec) >= REC_KEYS
+        # how the finding's estimates did on the measured H200 pairs, in every format below
+        assert rec["track_record"].startswith(("Checked on ", "Not yet checked"))
     savings = [r["est_saving_pct"] for r in recs]
     assert savings == sorted(savings, reverse=True)
 
@@ -155,6 +157,7 @@ def test_html_is_one_offline_file_with_every_section(
     for rec in naive_doc["recommendations"]:
         assert rec["title"] in recs_text
         assert rec["confidence"] in recs_text
+        assert rec["track_record"] in recs_text
         for line in rec["evidence"]:
             assert squash(line) in recs_text
         for line in rec["fix"].splitlines():
@@ -173,6 +176,7 @@ def test_markdown_has_every_section_table_and_fix(
     assert md.count("```python\n") == len(naive_doc["recommendations"])
     for n, rec in enumerate(naive_doc["recommendations"], start=1):
         assert f"### {n}. {md_escape(rec['title'])}" in md
+        assert f"*{md_escape(rec['track_record'])}*" in md
         for line in rec["evidence"]:
             assert f"- {md_escape(line)}" in md
         assert rec["fix"].rstrip() in md
@@ -196,6 +200,7 @@ def test_pdf_opens_with_every_section_and_chart(
     for rec in naive_doc["recommendations"]:
         assert squash(rec["title"]) in text
         assert squash(rec["fix"].splitlines()[0]) in text
+        assert squash(rec["track_record"]) in text
     images = sum(len(p.images) for p in pdf.pages)
     assert images == len(CHART_SECTIONS)
 

@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from analysis.rules.track_record_h200 import TRACK_RECORD
 from tools.validation import evaluate as ev
+from tools.validation import summaries
 
 WORKLOADS = ev.summary()
 PAIRS = ev.pairs(WORKLOADS)
@@ -136,3 +138,12 @@ def test_pair(results: dict[str, ev.PairResult], pair: str, check: str) -> None:
         f"{r.justified}), estimate {r.est_ms} vs measured {r.measured_ms:.2f} ms of a "
         f"{r.step_ms:.2f} ms step; after: {r.after_ids}; over the headroom: {r.over_headroom}"
     )
+
+
+def test_the_track_record_the_recommendations_show_is_the_rules_current_one(
+    results: dict[str, ev.PairResult],
+) -> None:
+    """analysis/rules/track_record_h200.py is what tools/track_record.py writes from these
+    results: a rule change that moves an estimate makes it stale until it is written again."""
+    assert summaries.track_record(list(results.values())) == TRACK_RECORD
+    assert sum(r.pairs for r in TRACK_RECORD.values()) == len(PAIRS)

@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from analysis.facts import gather
 from analysis.rules.recommend import recommend
+from analysis.rules.track_record_h200 import TRACK_RECORD
 from collectors.calibrate import main as calibrate
 from collectors.ingest import ingest
 from data.store import Store
@@ -49,6 +50,14 @@ def test_cards_follow_the_ranking(store_dir: Path) -> None:
     body = " ".join(shown(m.value) for m in at.markdown)
     for r in recs:
         assert r.evidence[0] in body
+    # Each card says how its estimate did on the measured H200 pairs (or that none has been).
+    captions = [shown(c.value) for c in at.caption]
+    for r in recs:
+        assert r.track_record in captions
+    record = TRACK_RECORD["fused-optimizer"]
+    assert f"Checked on {record.pairs} measured before/after pairs" in next(
+        r.track_record for r in recs if r.id == "fused-optimizer"
+    )
     listed = next(d.value for d in at.dataframe if "recommendation" in d.value.columns
                   and set(d.value["id"]) == {r.id for r in minor})  # fmt: skip
     assert len(listed) == len(minor)

@@ -34,10 +34,8 @@ from analysis.step_model import TAG
 from tools.validation.rivals import (
     RIVAL_REPLICATES,
     RIVALS,
-    SESSIONS,
     rival_halves,
     rival_verdicts,
-    rivals_of,
     source_of,
 )
 
@@ -292,67 +290,6 @@ def evaluate(facts_of: Callable[[str], Facts], workloads: dict[str, Any]) -> lis
 def ingest_tags(w: dict[str, Any]) -> dict[str, str]:
     """The tags a validation run is ingested with: its measured unprofiled step."""
     return {TAG: f"{unprofiled_ms(w):.6g}", "validation_pair": str(w["pair"])}
-
-
-def table(results: list[PairResult]) -> str:
-    """The Markdown table the README and BENCHMARKS.md publish."""
-    head = (
-        "| pair | half | planted | rank | estimate (ms) | measured (ms) | step (ms) | "
-        "error | within | first | after clean |\n|---|---|---|---|---|---|---|---|---|---|---|"
-    )
-    rows = []
-    for r in sorted(results, key=lambda r: (r.half != "tune", r.pair)):
-        est = "—" if r.est_ms is None else f"{r.est_ms:.2f}"
-        err = "—" if r.error_ms is None else f"{r.error_ms:+.2f}"
-        rank = (
-            "—"
-            if r.rank is None
-            else str(r.rank) + ("" if r.rank == 1 else f" ({', '.join(r.above)} above)")
-        )
-        rows.append(
-            f"| {r.pair} | {r.half} | `{r.planted}` | {rank} | {est} | {r.measured_ms:.2f} | "
-            f"{r.step_ms:.2f} | {err} | {'yes' if r.within else 'no'} | "
-            f"{'yes' if r.first else 'no'} | {'yes' if r.after_clean else 'no'} |"
-        )
-    return "\n".join([head, *rows])
-
-
-def half_counts(results: list[PairResult], half: str) -> str:
-    """The line of counts per check for one half, as the closing notes give them."""
-    r = [x for x in results if x.half == half]
-    return (
-        f"{half}: {len(r)} pairs; planted first {sum(x.first for x in r)}, "
-        f"estimate within {sum(x.within for x in r)}, after clean "
-        f"{sum(x.after_clean for x in r)}, no host finding over the headroom "
-        f"{sum(not x.over_headroom for x in r)}, all four {sum(x.passed for x in r)}"
-    )
-
-
-def rival_table(results: list[PairResult]) -> str:
-    """The fourth and fifth recordings' question: on each rivalled pair's shared before run of
-    a session, did the ranking put the fix that measured the larger saving above the other?"""
-    by = {r.pair: r for r in results}
-    rows = []
-    for n, source in ((n, p) for n, befores in SESSIONS.items() for p in befores):
-        own = by.get(f"{source}-{n}")
-        for rival in rivals_of(source, n):
-            other = by.get(rival)
-            if own is None or other is None:
-                continue
-            above = other.planted in own.above or (own.rank is None and other.rank is not None)
-            larger = other.measured_ms > own.measured_ms
-            est = [f"{x.est_ms:.2f}" if x.est_ms is not None else "—" for x in (own, other)]
-            rows.append(
-                f"| {source} ({n}) | {own.step_ms:.2f} | `{own.planted}` {est[0]} / "
-                f"{own.measured_ms:.2f} | `{other.planted}` {est[1]} / {other.measured_ms:.2f} | "
-                f"{'rival' if above else 'own'} | {'rival' if larger else 'own'} | "
-                f"{'yes' if above == larger else 'no'} |"
-            )
-    head = (
-        "| pair | before step (ms) | own fix: estimate / measured (ms) | rival fix: estimate / "
-        "measured (ms) | ranked higher | saved more | right |\n|---|---|---|---|---|---|---|"
-    )
-    return "\n".join([head, *rows])
 
 
 def gather_of(store: Any, ids: dict[str, str]) -> Callable[[str], Facts]:

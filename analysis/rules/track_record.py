@@ -1,0 +1,37 @@
+"""How each recommendation's estimate has done against measured savings: the validation
+pairs recorded on an H200 (tests/data/validation_h200), each the same workload with one
+change, both timed without the profiler. Shown beside every saving, so that a user knows
+how far to bank on it; the numbers are in track_record_h200.py, written by
+tools/track_record.py from the rules' current results (tests/integration/
+test_validation_pairs.py fails when they drift apart)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from analysis.text import plural
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    pairs: int  # measured pairs that planted the finding (replicates and rivals counted)
+    within: int  # of those, estimates within 35 % of the saving or 5 points of the step
+    held_out: int  # pairs the rules were not tuned on
+    held_out_within: int
+    median_error_pct: int  # |estimate - measured saving|, in % of the measured saving
+
+
+def track_record_text(record: Record | None) -> str:
+    """One sentence on a finding's track record (None: no pair planted it)."""
+    if record is None:
+        return "Not yet checked against a measured before/after pair."
+    held = (
+        f"held out from tuning: {record.held_out_within} of {record.held_out}"
+        if record.held_out
+        else "none held out from tuning"
+    )
+    return (
+        f"Checked on {plural(record.pairs, 'measured before/after pair')} on an H200: within "
+        f"35 % of the measured saving (or 5 points of the step) on {record.within} ({held}); "
+        f"median error {record.median_error_pct} % of the saving."
+    )

@@ -1,0 +1,48 @@
+"""Write analysis/rules/track_record_h200.py: how each recommendation's estimate did on the
+H200 validation pairs (tools/validation/evaluate.py's results, as the validation test
+computes them), which the recommendations show beside every saving.
+
+    python3 tools/track_record.py [STORE_DIR]    # from the repo root, ~4 minutes on 2 cores
+
+Run it after a change to a rule; tests/integration/test_validation_pairs.py fails until the
+file matches the rules' current results.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tools.validation import evaluate as ev
+from tools.validation import summaries
+
+OUT = ev.REPO / "analysis" / "rules" / "track_record_h200.py"
+HEAD = '''"""The track record of each recommendation on the H200 validation pairs
+(analysis/rules/track_record.py). Written by `python3 tools/track_record.py` from the rules'
+results on tests/data/validation_h200: not edited by hand."""
+
+from analysis.rules.track_record import Record
+
+TRACK_RECORD = {
+'''
+
+
+def main() -> None:
+    workloads = ev.summary()
+    facts_of = ev.scratch_store(Path(sys.argv[1]) if len(sys.argv) > 1 else None, workloads)
+    record = summaries.track_record(ev.evaluate(facts_of, workloads))
+    fields = ("pairs", "within", "held_out", "held_out_within", "median_error_pct")
+    rows = [
+        f'    "{rec_id}": Record(\n'
+        + "".join(f"        {f}={getattr(r, f)},\n" for f in fields)
+        + "    ),\n"
+        for rec_id, r in record.items()
+    ]
+    OUT.write_text(HEAD + "".join(rows) + "}\n")
+    print(f"wrote {OUT.relative_to(ev.REPO)}: {len(rows)} recommendations")
+
+
+if __name__ == "__main__":
+    main()

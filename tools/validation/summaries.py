@@ -1,0 +1,91 @@
+"""What the validation's evaluation prints and writes: the per-pair table README.md and
+BENCHMARKS.md publish, the counts per half, the rivals' table, and each finding's track record
+(tools/validation/evaluate.py computes the results they read)."""
+
+from __future__ import annotations
+
+import statistics
+
+from analysis.rules.track_record import Record
+from tools.validation.evaluate import PairResult
+from tools.validation.rivals import SESSIONS, rivals_of
+
+
+def table(results: list[PairResult]) -> str:
+    """The Markdown table the README and BENCHMARKS.md publish."""
+    head = (
+        "| pair | half | planted | rank | estimate (ms) | measured (ms) | step (ms) | "
+        "error | within | first | after clean |\n|---|---|---|---|---|---|---|---|---|---|---|"
+    )
+    rows = []
+    for r in sorted(results, key=lambda r: (r.half != "tune", r.pair)):
+        est = "—" if r.est_ms is None else f"{r.est_ms:.2f}"
+        err = "—" if r.error_ms is None else f"{r.error_ms:+.2f}"
+        rank = (
+            "—"
+            if r.rank is None
+            else str(r.rank) + ("" if r.rank == 1 else f" ({', '.join(r.above)} above)")
+        )
+        rows.append(
+            f"| {r.pair} | {r.half} | `{r.planted}` | {rank} | {est} | {r.measured_ms:.2f} | "
+            f"{r.step_ms:.2f} | {err} | {'yes' if r.within else 'no'} | "
+            f"{'yes' if r.first else 'no'} | {'yes' if r.after_clean else 'no'} |"
+        )
+    return "\n".join([head, *rows])
+
+
+def half_counts(results: list[PairResult], half: str) -> str:
+    """The line of counts per check for one half, as the closing notes give them."""
+    r = [x for x in results if x.half == half]
+    return (
+        f"{half}: {len(r)} pairs; planted first {sum(x.first for x in r)}, "
+        f"estimate within {sum(x.within for x in r)}, after clean "
+        f"{sum(x.after_clean for x in r)}, no host finding over the headroom "
+        f"{sum(not x.over_headroom for x in r)}, all four {sum(x.passed for x in r)}"
+    )
+
+
+def track_record(results: list[PairResult]) -> dict[str, Record]:
+    """Per planted finding, how its estimates did on the pairs that planted it: the
+    recommendations show this beside each saving (analysis/rules/track_record_h200.py, written
+    from it by tools/track_record.py)."""
+    out = {}
+    for rec_id in sorted({r.planted for r in results}):
+        rows = [r for r in results if r.planted == rec_id]
+        held = [r for r in rows if r.half == "held-out"]
+        errors = [abs((r.est_ms or 0.0) - r.measured_ms) / abs(r.measured_ms) * 100 for r in rows]
+        out[rec_id] = Record(
+            pairs=len(rows),
+            within=sum(r.within for r in rows),
+            held_out=len(held),
+            held_out_within=sum(r.within for r in held),
+            median_error_pct=round(statistics.median(errors)),
+        )
+    return out
+
+
+def rival_table(results: list[PairResult]) -> str:
+    """The fourth and fifth recordings' question: on each rivalled pair's shared before run of
+    a session, did the ranking put the fix that measured the larger saving above the other?"""
+    by = {r.pair: r for r in results}
+    rows = []
+    for n, source in ((n, p) for n, befores in SESSIONS.items() for p in befores):
+        own = by.get(f"{source}-{n}")
+        for rival in rivals_of(source, n):
+            other = by.get(rival)
+            if own is None or other is None:
+                continue
+            above = other.planted in own.above or (own.rank is None and other.rank is not None)
+            larger = other.measured_ms > own.measured_ms
+            est = [f"{x.est_ms:.2f}" if x.est_ms is not None else "—" for x in (own, other)]
+            rows.append(
+                f"| {source} ({n}) | {own.step_ms:.2f} | `{own.planted}` {est[0]} / "
+                f"{own.measured_ms:.2f} | `{other.planted}` {est[1]} / {other.measured_ms:.2f} | "
+                f"{'rival' if above else 'own'} | {'rival' if larger else 'own'} | "
+                f"{'yes' if above == larger else 'no'} |"
+            )
+    head = (
+        "| pair | before step (ms) | own fix: estimate / measured (ms) | rival fix: estimate / "
+        "measured (ms) | ranked higher | saved more | right |\n|---|---|---|---|---|---|---|"
+    )
+    return "\n".join([head, *rows])
