@@ -33,16 +33,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tools.validation import evaluate as ev
 from tools.validation import summaries
 
-INTERLEAVED = ev.REPO / "tests" / "data" / "validation_h200_interleaved"
-
-
-def rounds_saving(workloads: dict[str, Any], pair: str) -> list[float]:
-    """Each round's saving (before less after, per before's unit of work)."""
-    b, a = (workloads[k] for k in ev.runs_of(pair))
-    per_unit = b["units_per_step"] / a["units_per_step"]
-    rb, ra = b["unprofiled"]["rounds_ms"], a["unprofiled"]["rounds_ms"]
-    return [x - y * per_unit for x, y in zip(rb, ra, strict=True)]
-
 
 @dataclass(frozen=True)
 class Row:
@@ -65,13 +55,13 @@ def main() -> None:
     ap.add_argument("--traces", type=Path, help="the eighth recording's unpacked traces")
     args = ap.parse_args()
     old = ev.summary()
-    again = ev.summary(INTERLEAVED)
+    again = ev.summary(ev.DATA_INTERLEAVED)
     results = {r.pair: r for r in ev.evaluate(ev.scratch_store(args.store, old), old)}
     rows = []
     for p in ev.pairs(again):
-        if (r := results.get(ev.base_pair(p))) is not None:
-            rounds = rounds_saving(again, p)
-            rows.append(Row(r, replace(r, measured_ms=statistics.median(rounds)), rounds))
+        r, rounds = results.get(ev.base_pair(p)), ev.round_savings(again, p)
+        if r is not None and rounds:
+            rows.append(Row(r, replace(r, measured_ms=ev.measured_saving(again, p)), rounds))
     rows.sort(key=lambda x: (x.first.half != "tune", x.first.pair))
     print(
         "| pair | half | planted | estimate (ms) | saving, one after the other (ms) | "

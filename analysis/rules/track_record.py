@@ -11,11 +11,15 @@ from dataclasses import dataclass
 
 from analysis.text import plural
 
+# What "within" means, here and in the validation check (tools/validation/evaluate.py).
+WITHIN_REL = 0.35  # an estimate is right within 35 % of the measured saving…
+WITHIN_POINTS = 5.0  # …or within 5 points of the step
+
 
 @dataclass(frozen=True, slots=True)
 class Record:
     pairs: int  # measured pairs that planted the finding (replicates and rivals counted)
-    within: int  # of those, estimates within 35 % of the saving or 5 points of the step
+    within: int  # of those, estimates within WITHIN_REL of the saving or WITHIN_POINTS
     held_out: int  # pairs the rules were not tuned on
     held_out_within: int
     median_error_pct: int  # |estimate - measured saving|, in % of the measured saving
@@ -32,6 +36,7 @@ def track_record_text(record: Record | None) -> str:
     )
     return (
         f"Checked on {plural(record.pairs, 'measured before/after pair')} on an H200: within "
-        f"35 % of the measured saving (or 5 points of the step) on {record.within} ({held}); "
-        f"median error {record.median_error_pct} % of the saving."
+        f"{WITHIN_REL * 100:g} % of the measured saving (or {WITHIN_POINTS:g} points of the "
+        f"step) on {record.within} ({held}); median error {record.median_error_pct} % of the "
+        "saving."
     )

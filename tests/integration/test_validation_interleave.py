@@ -21,7 +21,7 @@ from tools.validation.interleave import ROUNDS, Globals, measure_pair
 from tools.validation.pairs import CASES
 from tools.validation.workload import Ctx
 
-RECORDED = ev.summary(ev.REPO / "tests" / "data" / "validation_h200_interleaved")
+RECORDED = ev.summary(ev.DATA_INTERLEAVED)
 
 
 def test_a_pair_is_timed_in_alternating_rounds_and_each_run_profiled(tmp_path: Path) -> None:

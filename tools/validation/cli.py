@@ -102,7 +102,7 @@ def main() -> int:
     if args.interleave:
         record_interleaved(ctx, interleaved(cases, args.interleave), args.out, summary)
     else:
-        record(ctx, [c for c in cases if not (args.resume and summary.done(c))], args, summary)
+        record(ctx, [c for c in cases if not (args.resume and summary.done(c))], args.out, summary)
     invocation.update(finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), elapsed_s=round(ctx.elapsed()))
     summary.write()
     if args.tar:
@@ -137,8 +137,8 @@ def record_interleaved(
             print(f"[{i:2d}/{len(pairs)}] {line(case, r)}", flush=True)
 
 
-def record(ctx: Ctx, cases: list[Case], args: argparse.Namespace, summary: Summary) -> None:
+def record(ctx: Ctx, cases: list[Case], out: Path, summary: Summary) -> None:
     for i, case in enumerate(cases, 1):
-        r = skipped(ctx, case) or run_case(ctx, case, args.out)
+        r = skipped(ctx, case) or run_case(ctx, case, out)
         summary.put(case.id, r)
         print(f"[{i:2d}/{len(cases)}] {line(case, r)}", flush=True)

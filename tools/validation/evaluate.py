@@ -30,6 +30,7 @@ from typing import Any
 from analysis.facts import Facts, gather
 from analysis.load import Store
 from analysis.rules.recommend import Recommendation, recommend
+from analysis.rules.track_record import WITHIN_POINTS, WITHIN_REL
 from analysis.step_model import TAG
 from tools.validation.rivals import (
     RIVAL_REPLICATES,
@@ -41,6 +42,7 @@ from tools.validation.rivals import (
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "validation_h200"
+DATA_INTERLEAVED = REPO / "tests" / "data" / "validation_h200_interleaved"  # timings only
 CEILINGS = REPO / "data" / "samples" / "ceilings_h200.json"  # measured on the same H200 kind
 # Chosen before the second recording (one pair per fix tunes, the other is held out); the
 # second recording's pairs joined the half their technique's plan named.
@@ -131,8 +133,6 @@ def half_of(pair: str) -> str:
 # The findings whose fix removes host time or waiting only (no GPU work): none may claim more
 # than the step's headroom (unprofiled step less GPU time).
 HOST_SIDE = ("cuda-graphs", "gpu-starvation", "host-sync")
-WITHIN_REL = 0.35  # an estimate is right within 35 % of the measured saving…
-WITHIN_POINTS = 5.0  # …or within 5 points of the step
 
 
 @dataclass(frozen=True)
@@ -197,15 +197,24 @@ def planted_of(workloads: dict[str, Any], pair: str) -> str:
     return str(workloads[f"{pair}-before"]["planted"])
 
 
-def measured_saving(workloads: dict[str, Any], pair: str) -> float:
-    """Before's unprofiled step less after's, per before's unit of work (tokens, samples):
-    for an interleaved recording, the median of its rounds' paired differences."""
+def round_savings(workloads: dict[str, Any], pair: str) -> list[float] | None:
+    """An interleaved recording's saving in each round (before less after, per before's unit
+    of work); None for a pair whose runs were timed one after the other."""
     b, a = (workloads[k] for k in runs_of(pair))
     per_unit = b["units_per_step"] / a["units_per_step"]
     rb, ra = b["unprofiled"].get("rounds_ms"), a["unprofiled"].get("rounds_ms")
-    if rb and ra and len(rb) == len(ra):
-        return statistics.median(x - y * per_unit for x, y in zip(rb, ra, strict=True))
-    return unprofiled_ms(b) - unprofiled_ms(a) * per_unit
+    if not (rb and ra and len(rb) == len(ra)):
+        return None
+    return [x - y * per_unit for x, y in zip(rb, ra, strict=True)]
+
+
+def measured_saving(workloads: dict[str, Any], pair: str) -> float:
+    """Before's unprofiled step less after's, per before's unit of work (tokens, samples):
+    for an interleaved recording, the median of its rounds' paired differences."""
+    if rounds := round_savings(workloads, pair):
+        return statistics.median(rounds)
+    b, a = (workloads[k] for k in runs_of(pair))
+    return unprofiled_ms(b) - unprofiled_ms(a) * b["units_per_step"] / a["units_per_step"]
 
 
 def pairs(workloads: dict[str, Any]) -> list[str]:

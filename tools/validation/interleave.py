@@ -11,7 +11,6 @@ run is freed, so neither trace holds the other's memory.
 
 from __future__ import annotations
 
-import gc
 import statistics
 import time
 from collections.abc import Callable
@@ -21,7 +20,7 @@ from typing import Any
 
 import torch
 
-from tools.validation.runner import STAGES, base_record, clean_up, error_line
+from tools.validation.runner import STAGES, base_record, clean_up, error_line, free_memory
 from tools.validation.timing import (
     TIMED_STEPS,
     WARMUP_STEPS,
@@ -139,7 +138,7 @@ def measure_pair(ctx: Ctx, before: Case, after: Case, out: Path) -> list[dict[st
             for run in (b, a) if i % 2 == 0 else (a, b):
                 step("timed", run, lambda run=run: run.timed_round(ctx))
         b.w = None
-        _free(ctx)  # the after run is profiled alone (not clean_up: its compiled code stays)
+        free_memory(ctx)  # the after run is profiled alone (clean_up would drop its compiled code)
         step("profile", a, lambda: a.profiled(ctx, out))
     except Exception as e:
         line = error_line(stage, e)
@@ -154,10 +153,3 @@ def measure_pair(ctx: Ctx, before: Case, after: Case, out: Path) -> list[dict[st
     for run in (b, a):
         run.finish()
     return [b.record, a.record]
-
-
-def _free(ctx: Ctx) -> None:
-    gc.collect()
-    if ctx.cuda:
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats()

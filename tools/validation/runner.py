@@ -82,9 +82,14 @@ def missing(case: Case) -> list[str]:
 
 def clean_up(ctx: Ctx) -> None:
     """Between workloads: free what the last one held and put global settings back."""
-    gc.collect()
     torch._dynamo.reset()
     set_precision("bf16-autocast")
+    free_memory(ctx)
+
+
+def free_memory(ctx: Ctx) -> None:
+    """Return what freed workloads held to the device, and start the peak afresh."""
+    gc.collect()
     if ctx.cuda:
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
