@@ -34,6 +34,8 @@ def main() -> None:
     print()
     for half in ("tune", "held-out"):
         print(summaries.half_counts(results, half))
+    fresh = [r for r in results if r.pair in ev.FRESH]
+    print(summaries.counts("ninth recording (held out, models no rule was tuned on)", fresh))
     print()
     print(summaries.rival_table(results))
     for pair, why in ev.EXCLUDED.items():

@@ -22,7 +22,9 @@ class Record:
     within: int  # of those, estimates within WITHIN_REL of the saving or WITHIN_POINTS
     held_out: int  # pairs the rules were not tuned on
     held_out_within: int
-    median_error_pct: int  # |estimate - measured saving|, in % of the measured saving
+    # |estimate - measured saving| in % of the saving, or of WITHIN_POINTS of the step where
+    # the saving is smaller
+    median_error_pct: int
 
 
 def track_record_text(record: Record | None) -> str:
@@ -38,5 +40,5 @@ def track_record_text(record: Record | None) -> str:
         f"Checked on {plural(record.pairs, 'measured before/after pair')} on an H200: within "
         f"{WITHIN_REL * 100:g} % of the measured saving (or {WITHIN_POINTS:g} points of the "
         f"step) on {record.within} ({held}); median error {record.median_error_pct} % of the "
-        "saving."
+        f"saving (of {WITHIN_POINTS:g} % of the step where the saving was smaller)."
     )

@@ -42,6 +42,17 @@ def test_a_pair_is_timed_in_alternating_rounds_and_each_run_profiled(tmp_path: P
     assert ev.measured_saving(workloads, "launch-bound-mlp-i8") == statistics.median(paired)
 
 
+def test_without_a_suffix_the_pairs_keep_their_names() -> None:
+    """The ninth recording's pairs were recorded only interleaved, under their own names."""
+    ninth = [c for c in CASES if c.pair in ("graphs-llama", "tf32-swin")]
+    got = [(b.id, a.id, b.pair, a.pair) for b, a in interleaved(ninth, "")]
+    assert got == [
+        ("tf32-swin-before", "tf32-swin-after", "tf32-swin", "tf32-swin"),
+        ("graphs-llama-before", "graphs-llama-after", "graphs-llama", "graphs-llama"),
+    ]
+    assert {c.pair for c in CASES} >= set(ev.FRESH)  # every ninth pair has its workloads
+
+
 def test_each_runs_settings_are_put_back_before_its_rounds() -> None:
     saved = Globals.now()
     try:

@@ -105,6 +105,51 @@ MISSES = {
     ("recompute-vit-r4", "within"): "8.16 vs 15.08: the forward ops run slower under "
     "checkpointing's saved-tensor hooks, which the estimate does not count (D65)",
 }
+# The ninth recording (D80): models no rule was tuned on, recorded after the rules' last change.
+MISSES |= {
+    ("alignment-llama", "first"): "estimated 0 (minor): the step is host-bound (host 36.3 ms, "
+    "GPU 23.5), so aligned GEMMs save nothing per step",
+    ("alignment-llama", "within"): "0 vs 3.19 ms per token: what was measured is 8 x 1024 "
+    "tokens against 7 x 1000 for the same host time per step, not the alignment",
+    ("allocator-llama", "first"): "small-batch and cuda-graphs rank above it; on this model a "
+    "4x batch saved 17.86 and CUDA graphs 7.82 ms against this fix's 24.07",
+    ("allocator-llama", "within"): "13.90 vs 24.07",
+    ("attention-llama", "within"): "13.88 vs 8.00: the S x S kernels' 14.6 ms less a fused "
+    "kernel's 0.69 ms, against 38.09 -> 30.05 ms measured",
+    ("batch-llama", "first"): "cuda-graphs ranks above it, unmeasured at batch 2",
+    ("batch-llama", "after_clean"): "batch 8 still raises small-batch, rightly: on it a 4x batch "
+    "saved 17.86 ms (batch-llama-b32)",
+    ("batch-mobilenet", "first"): "cuda-graphs ranks above it, unmeasured at batch 32",
+    ("batch-mobilenet", "after_clean"): "batch 128 still raises small-batch, rightly: on it a 4x "
+    "batch saved 26.58 ms (batch-mobilenet-b512)",
+    ("batch-swin-b512", "within"): "4.04 vs 9.90",
+    ("fusion-compile-llama", "within"): "7.50 vs 12.15 on a host-bound step: torch.compile's host "
+    "saving is counted as the fused chains' launches only (as fusion-compile-bert-sdpa)",
+    ("fusion-compile-mobilenet", "within"): "11.19 vs -2.31: the compiled step was slower",
+    ("fusion-compile-swin", "within"): "15.17 vs 24.78",
+    ("host-preprocess-llama", "first"): "cuda-graphs (7.82 ms measured on this model) and "
+    "pageable-memcpy (unmeasured) rank above it; it saved 19.10",
+    ("host-preprocess-llama", "within"): "10.89 vs 19.10",
+    ("host-sync-llama", "within"): "3.32 vs -0.01: the step's serialization beyond the modelled "
+    "GPU and host time is not the sync's (the GPU idles 0.66 ms per step after it)",
+    ("layout-mobilenet", "within"): "6.17 vs 12.36: depthwise convolutions lose more in NCHW "
+    "than the ratio tuned on ResNet-50 (as layout-efficientnet)",
+    ("layout-regnety", "first"): "estimated 0 (minor): the modelled host time bounds the step; "
+    "1.65 measured",
+    ("optimizer-llama", "within"): "4.16 vs 9.03",
+    ("optimizer-swin", "first"): "small-batch ranks above it; on this model a 4x batch saved "
+    "9.90 ms against this fix's 22.93",
+    ("pageable-regnety", "within"): "29.37 vs 21.06",
+    ("precision-regnety", "first"): "not raised: the modelled host time (133.5 ms, above the "
+    "129.0 ms step) makes the step host-bound, so no GPU saving counts",
+    ("precision-regnety", "within"): "0 vs 39.69 (128.96 -> 89.14 ms with bf16)",
+    ("recompute-llama", "first"): "host-sync (22.91 estimated) and kernel-fusion (11.25; "
+    "torch.compile saved 12.15 on this model) rank above its 20.38 measured",
+    ("recompute-llama", "within"): "9.41 vs 20.38: the recomputation's host time is not all "
+    "counted (as recompute-vit-r4)",
+    ("tf32-swin", "after_clean"): "the TF32 run still raises tf32 (4.14 ms): 7.96 ms of its bmm, "
+    "mm and convolution kernels per step ran as fp32 kernels with TF32 allowed (16.6 TFLOP/s)",
+}
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,9 @@ weights), from the repository root:
     PYTHONUNBUFFERED=1 python3 tools/record_validation_pairs.py OUT --tar $OUT/validation.tar \
         --budget-s 500
 
+The repository's working tree is larger than the 64 MiB a call to the GPU machine takes, mostly
+tests/data/validation_h200: move that folder out of the checkout for the call and back after.
+
 Writes OUT/summary.json after every workload (ids, roles, planted recommendation, timings,
 per-step times, units per step, trace path, versions, errors) and OUT/traces/, then packs both
 into the --tar file and, when they do not fit in one, NAME-2.tar, NAME-3.tar… (uncompressed,
@@ -22,7 +25,8 @@ at most 16 MiB each; a trace larger than that is listed in the summary's `tar_le
 
 `--interleave SUFFIX` records each selected pair as PAIR-SUFFIX with both runs built in one
 process and their unprofiled timing interleaved in rounds (interleave.py: the saving is the
-median of the rounds' paired differences); each run is still profiled alone.
+median of the rounds' paired differences); each run is still profiled alone. `--interleave`
+alone keeps the pairs' own names (the ninth recording's, fresh_pairs.py).
 
 `--smoke` runs tiny CPU versions of every workload whose libraries import here (the others
 are skipped with the reason), so the control flow, the timing, the profiling with the hook
@@ -30,7 +34,8 @@ and the summary are exercised without a GPU.
 
 The package: workload (the shared types), timing (unprofiled timing and the hook's
 profile), training (the training step), one module per workload family (language_models,
-vision, launch_bound, decode, lightning_train), pairs (the table of pairs), runner (a
+vision, launch_bound, decode, lightning_train), changes (what a pair is made of), pairs (the
+table of pairs; fresh_pairs, the ninth recording's), runner (a
 workload's record, the summary, the tars), interleave (a pair recorded in one process) and
 cli (the command line).
 """

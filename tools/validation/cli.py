@@ -34,12 +34,13 @@ def select(only: str | None) -> list[Case]:
 
 def interleaved(cases: list[Case], suffix: str) -> list[tuple[Case, Case]]:
     """The pairs among `cases` (their own before and after runs, not the flag variants),
-    renamed PAIR-SUFFIX, so that a recording of them joins the others as replicates."""
+    renamed PAIR-SUFFIX, so that a recording of them joins the others as replicates; under
+    their own names for an empty suffix (pairs recorded only this way)."""
     wanted = {c.id for c in cases}
     out = []
     for before, after in zip(PAIRS[::2], PAIRS[1::2], strict=True):
         if before.id in wanted or after.id in wanted:
-            pair = f"{before.pair}-{suffix}"
+            pair = f"{before.pair}-{suffix}" if suffix else before.pair
             out.append(
                 (
                     dataclasses.replace(before, id=f"{pair}-before", pair=pair),
@@ -73,8 +74,10 @@ def main() -> int:
     ap.add_argument(
         "--interleave",
         metavar="SUFFIX",
+        nargs="?",
+        const="",
         help="record each selected pair in one process, its runs' timing interleaved "
-        "(tools/validation/interleave.py), as pair PAIR-SUFFIX",
+        "(tools/validation/interleave.py), as pair PAIR-SUFFIX (without SUFFIX: as PAIR)",
     )
     args = ap.parse_args()
     if args.list:
@@ -99,7 +102,7 @@ def main() -> int:
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     summary = Summary(args.out, invocation)
-    if args.interleave:
+    if args.interleave is not None:
         record_interleaved(ctx, interleaved(cases, args.interleave), args.out, summary)
     else:
         record(ctx, [c for c in cases if not (args.resume and summary.done(c))], args.out, summary)

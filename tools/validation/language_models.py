@@ -1,4 +1,4 @@
-"""transformers' GPT-2 and BERT training, and host-side batch building in pure Python."""
+"""transformers' GPT-2, Llama and BERT training, and host-side batch building in pure Python."""
 
 from __future__ import annotations
 
@@ -30,9 +30,33 @@ def gpt2(ctx: Ctx, layers: int, d: int, heads: int, vocab: int, attn: str = "sdp
     return GPT2LMHeadModel(cfg).to(ctx.device)
 
 
-def gpt2_train(
+def llama(ctx: Ctx, layers: int, d: int, heads: int, vocab: int, attn: str = "sdpa") -> nn.Module:
+    """A Llama (RMSNorm, rotary positions, SwiGLU MLP, untied head) with grouped-query
+    attention, 3 query heads per key/value head where the heads divide so."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(
+        num_hidden_layers=layers,
+        hidden_size=d,
+        num_attention_heads=heads,
+        num_key_value_heads=heads // 3 if heads % 3 == 0 else heads,
+        intermediate_size=64 * round(8 * d / 3 / 64),
+        vocab_size=vocab,
+        max_position_embeddings=ctx.pick(1024, 64),
+        bos_token_id=0,
+        eos_token_id=0,
+        attn_implementation=attn,
+    )
+    return LlamaForCausalLM(cfg).to(ctx.device)
+
+
+CAUSAL_LMS = {"gpt2": gpt2, "llama": llama}
+
+
+def lm_train(
     ctx: Ctx,
     *,
+    arch: str = "gpt2",
     layers: int = 4,
     d: int = 512,
     heads: int = 8,
@@ -46,13 +70,15 @@ def gpt2_train(
     batches: Callable[[int, int, int], Callable[[], torch.Tensor]] | None = None,
     **train_kwargs: Any,
 ) -> Workload:
-    """GPT-2 language-model training; sizes are the GPU machine's (the smoke run shrinks them,
-    keeping a vocab, sequence or batch that is not a multiple of 8, 64 or 8 misaligned)."""
+    """Causal language-model training (transformers' GPT-2, or a Llama with arch="llama");
+    sizes are the GPU machine's (the smoke run shrinks them, keeping a vocab, sequence or
+    batch that is not a multiple of 8, 64 or 8 misaligned)."""
     if ctx.smoke:
-        layers, d, heads = 2, 64, 4
+        layers, d, heads = (2, 96, 6) if arch == "llama" else (2, 64, 4)
         vocab, seq, batch = smaller(vocab, 1024, 8), smaller(seq, 32, 64), smaller(batch, 2, 8)
-    model = gpt2(ctx, layers, d, heads, vocab, attn)
-    notes: dict[str, Any] = {"layers": layers, "d": d, "vocab": vocab, "seq": seq, "batch": batch}
+    model = CAUSAL_LMS[arch](ctx, layers, d, heads, vocab, attn)
+    notes: dict[str, Any] = {"arch": arch, "layers": layers, "d": d, "vocab": vocab, "seq": seq,
+                             "batch": batch}  # fmt: skip
     if lora:
         from peft import LoraConfig, get_peft_model
 

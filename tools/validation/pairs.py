@@ -2,94 +2,46 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-import torch
-
+from tools.validation.changes import (
+    TF,
+    empty_cache,
+    host_sync_every_100,
+    host_sync_every_step,
+    pair,
+    variant,
+)
 from tools.validation.decode import HFDecoder, decode
+from tools.validation.fresh_pairs import FRESH
 from tools.validation.language_models import (
     BERT_BASE,
     BERT_SMALL_B64,
     bert_mlm,
-    gpt2_train,
+    lm_train,
     pretokenized,
     tokenized_in_loop,
 )
 from tools.validation.launch_bound import launch_bound
 from tools.validation.lightning_train import lightning_train
 from tools.validation.vision import resnet50, timm_model, vision_train, vit
-from tools.validation.workload import Case, Ctx, Workload
 
-
-def host_sync_every_step() -> Callable[[torch.Tensor], None]:
-    losses: list[float] = []
-    return lambda loss: losses.append(loss.item())
-
-
-def host_sync_every_100() -> Callable[[torch.Tensor], None]:
-    state: dict[str, Any] = {"sum": None, "n": 0, "read": []}
-
-    def after(loss: torch.Tensor) -> None:
-        state["sum"] = loss.detach() if state["sum"] is None else state["sum"] + loss.detach()
-        state["n"] += 1
-        if state["n"] % 100 == 0:
-            state["read"].append(state["sum"].item() / 100)
-            state["sum"] = None
-
-    return after
-
-
-def empty_cache(_: torch.Tensor) -> None:
-    torch.cuda.empty_cache()
-
-
-def pair(
-    pair_id: str,
-    planted: str,
-    framework: str,
-    change: str,
-    needs: tuple[str, ...],
-    before: Callable[[Ctx], Workload],
-    after: Callable[[Ctx], Workload],
-) -> list[Case]:
-    common = {"pair": pair_id, "framework": framework, "change": change, "needs": needs}
-    return [
-        Case(f"{pair_id}-before", role="before", planted=planted, build=before, **common),
-        Case(f"{pair_id}-after", role="after", planted=None, build=after, **common),
-    ]
-
-
-def variant(cases: list[Case], pair_ids: tuple[str, ...], suffix: str, **flags: bool) -> list[Case]:
-    """The tuned runs of these pairs once more, profiled with other profiler flags
-    (with_stack, record_shapes, profile_memory): the profiler-overhead model is fitted on
-    traces of each kind."""
-    return [
-        Case(**{**vars(c), "id": f"{c.id}-{suffix}", **flags})
-        for c in cases
-        if c.pair in pair_ids and c.role == "after"
-    ]
-
-
-TF = ("transformers",)
 PAIRS = [
     *pair("precision-gpt2", "mixed-precision", "transformers", "fp32 (TF32 off) -> bf16 autocast",
-          TF, lambda c: gpt2_train(c, precision="fp32"), lambda c: gpt2_train(c)),
+          TF, lambda c: lm_train(c, precision="fp32"), lambda c: lm_train(c)),
     *pair("tf32-vit", "tf32", "timm", "fp32 TF32 off -> TF32 on", ("timm",),
           lambda c: vision_train(c, vit(c), c.pick(128, 2), precision="fp32"),
           lambda c: vision_train(c, vit(c), c.pick(128, 2), precision="tf32")),
     *pair("attention-bert", "fused-attention", "transformers", "eager attention -> sdpa",
           TF, lambda c: bert_mlm(c, "eager"), lambda c: bert_mlm(c, "sdpa")),
     *pair("attention-gpt2", "fused-attention", "transformers", "eager causal attention -> sdpa",
-          TF, lambda c: gpt2_train(c, attn="eager", seq=1024, batch=8),
-          lambda c: gpt2_train(c, seq=1024, batch=8)),
+          TF, lambda c: lm_train(c, attn="eager", seq=1024, batch=8),
+          lambda c: lm_train(c, seq=1024, batch=8)),
     *pair("optimizer-gpt2", "fused-optimizer", "transformers",
           "AdamW(foreach=False) -> AdamW(fused=True)", TF,
-          lambda c: gpt2_train(c, layers=6, d=768, heads=12, batch=8, optimizer="for-loop"),
-          lambda c: gpt2_train(c, layers=6, d=768, heads=12, batch=8)),
+          lambda c: lm_train(c, layers=6, d=768, heads=12, batch=8, optimizer="for-loop"),
+          lambda c: lm_train(c, layers=6, d=768, heads=12, batch=8)),
     *pair("allocator-gpt2", "memory-headroom", "transformers",
           "torch.cuda.empty_cache() after every step -> not", TF,
-          lambda c: gpt2_train(c, after_step=empty_cache), lambda c: gpt2_train(c)),
+          lambda c: lm_train(c, after_step=empty_cache), lambda c: lm_train(c)),
     *pair("dataloader-resnet", "gpu-starvation", "timm+torchvision",
           "DataLoader num_workers=0 -> 8 workers, pinned, persistent, prefetch 4",
           ("timm", "torchvision"),
@@ -97,8 +49,8 @@ PAIRS = [
           lambda c: vision_train(c, timm_model("resnet18"), c.pick(64, 2), "loader8")),
     *pair("host-preprocess-gpt2", "gpu-starvation", "transformers",
           "pure-Python tokenization in the loop -> batches pre-tokenized before it", TF,
-          lambda c: gpt2_train(c, batches=tokenized_in_loop),
-          lambda c: gpt2_train(c, batches=pretokenized)),
+          lambda c: lm_train(c, batches=tokenized_in_loop),
+          lambda c: lm_train(c, batches=pretokenized)),
     *pair("layout-resnet50", "channels-last", "torchvision", "NCHW -> channels_last",
           ("torchvision",),
           lambda c: vision_train(c, resnet50(), c.pick(64, 2), channels_last=False),
@@ -111,8 +63,8 @@ PAIRS = [
           lambda c: decode(c, 1, graph=False), lambda c: decode(c, 1, graph=True)),
     *pair("host-sync-gpt2", "host-sync", "transformers",
           "loss.item() every step -> loss summed on the GPU, read every 100 steps", TF,
-          lambda c: gpt2_train(c, after_step=host_sync_every_step()),
-          lambda c: gpt2_train(c, after_step=host_sync_every_100())),
+          lambda c: lm_train(c, after_step=host_sync_every_step()),
+          lambda c: lm_train(c, after_step=host_sync_every_100())),
     *pair("pageable-resnet", "pageable-memcpy", "timm",
           "batches in pageable host memory, .to(cuda) -> pinned, non_blocking", ("timm",),
           lambda c: vision_train(c, timm_model("resnet18"), c.pick(128, 2), "pageable"),
@@ -120,9 +72,9 @@ PAIRS = [
     *pair("alignment-peft", "tensor-core-alignment", "transformers+peft",
           "vocab 50257, batch 7 x seq 1000 -> vocab 50304, batch 8 x seq 1024 (per token)",
           ("transformers", "peft"),
-          lambda c: gpt2_train(c, layers=6, d=768, heads=12, vocab=50257, seq=1000, batch=7,
+          lambda c: lm_train(c, layers=6, d=768, heads=12, vocab=50257, seq=1000, batch=7,
                                lora=True),
-          lambda c: gpt2_train(c, layers=6, d=768, heads=12, seq=1024, batch=8, lora=True)),
+          lambda c: lm_train(c, layers=6, d=768, heads=12, seq=1024, batch=8, lora=True)),
     *pair("precision-lightning", "mixed-precision", "lightning",
           'Trainer(precision="32-true") -> "bf16-mixed"', ("lightning|pytorch_lightning",),
           lambda c: lightning_train(c, "32-true"), lambda c: lightning_train(c, "bf16-mixed")),
@@ -144,22 +96,22 @@ PAIRS += [
           lambda c: bert_mlm(c, "eager", BERT_BASE), lambda c: bert_mlm(c, "sdpa", BERT_BASE)),
     *pair("optimizer-gpt2-124m", "fused-optimizer", "transformers",
           "AdamW(foreach=False) -> AdamW(fused=True) (GPT-2 124M, 8 x 1024 tokens)", TF,
-          lambda c: gpt2_train(c, **GPT2_124M, optimizer="for-loop"),
-          lambda c: gpt2_train(c, **GPT2_124M)),
+          lambda c: lm_train(c, **GPT2_124M, optimizer="for-loop"),
+          lambda c: lm_train(c, **GPT2_124M)),
     *pair("batch-gpt2", "small-batch", "transformers",
           "optimizer-gpt2's run at batch 8 -> batch 32 (per token)", TF,
-          lambda c: gpt2_train(c, **GPT2_6L, optimizer="for-loop"),
-          lambda c: gpt2_train(c, **{**GPT2_6L, "batch": 32}, optimizer="for-loop")),
+          lambda c: lm_train(c, **GPT2_6L, optimizer="for-loop"),
+          lambda c: lm_train(c, **{**GPT2_6L, "batch": 32}, optimizer="for-loop")),
     *pair("fusion-compile-gpt2", "kernel-fusion", "transformers",
           "eager -> torch.compile (Inductor default mode)", TF,
-          lambda c: gpt2_train(c), lambda c: gpt2_train(c, compiled=True)),
+          lambda c: lm_train(c), lambda c: lm_train(c, compiled=True)),
     *pair("fusion-compile-vit", "kernel-fusion", "timm",
           "eager -> torch.compile (Inductor default mode)", ("timm",),
           lambda c: vision_train(c, vit(c), c.pick(128, 2)),
           lambda c: vision_train(c, vit(c), c.pick(128, 2), compiled=True)),
     *pair("recompute-gpt2", "memory-headroom", "transformers",
           "gradient_checkpointing_enable() -> off, memory mostly free", TF,
-          lambda c: gpt2_train(c, checkpointed=True), lambda c: gpt2_train(c)),
+          lambda c: lm_train(c, checkpointed=True), lambda c: lm_train(c)),
     *pair("recompute-vit", "memory-headroom", "timm",
           "set_grad_checkpointing(True) -> off, memory mostly free", ("timm",),
           lambda c: vision_train(c, vit(c), c.pick(128, 2), checkpointed=True),
@@ -188,7 +140,7 @@ PAIRS += [
           lambda c: bert_mlm(c, "sdpa"), lambda c: bert_mlm(c, "sdpa", BERT_SMALL_B64)),
     *pair("fusion-compile-peft", "kernel-fusion", "transformers+peft",
           "eager -> torch.compile (Inductor default mode)", ("transformers", "peft"),
-          lambda c: gpt2_train(c, **PEFT_GPT2), lambda c: gpt2_train(c, **PEFT_GPT2,
+          lambda c: lm_train(c, **PEFT_GPT2), lambda c: lm_train(c, **PEFT_GPT2,
                                                                       compiled=True)),
     *pair("fusion-compile-resnet50", "kernel-fusion", "torchvision",
           "eager -> torch.compile (Inductor default mode), NCHW", ("torchvision",),
@@ -207,24 +159,24 @@ RIVAL_SOURCES = ("optimizer-gpt2-124m", "recompute-gpt2", "host-preprocess-gpt2"
 PAIRS += [
     *pair("batch-gpt2-124m", "small-batch", "transformers",
           "optimizer-gpt2-124m's before at batch 8 -> batch 32 (per token)", TF,
-          lambda c: gpt2_train(c, **GPT2_124M_LOOP),
-          lambda c: gpt2_train(c, **{**GPT2_124M_LOOP, "batch": 32})),
+          lambda c: lm_train(c, **GPT2_124M_LOOP),
+          lambda c: lm_train(c, **{**GPT2_124M_LOOP, "batch": 32})),
     *pair("fusion-compile-gpt2-124m", "kernel-fusion", "transformers",
           "optimizer-gpt2-124m's before, eager -> torch.compile", TF,
-          lambda c: gpt2_train(c, **GPT2_124M_LOOP),
-          lambda c: gpt2_train(c, **GPT2_124M_LOOP, compiled=True)),
+          lambda c: lm_train(c, **GPT2_124M_LOOP),
+          lambda c: lm_train(c, **GPT2_124M_LOOP, compiled=True)),
     *pair("batch-recompute-gpt2", "small-batch", "transformers",
           "recompute-gpt2's before at batch 16 -> batch 64 (per token)", TF,
-          lambda c: gpt2_train(c, checkpointed=True),
-          lambda c: gpt2_train(c, checkpointed=True, batch=64)),
+          lambda c: lm_train(c, checkpointed=True),
+          lambda c: lm_train(c, checkpointed=True, batch=64)),
     *pair("batch-host-preprocess-gpt2", "small-batch", "transformers",
           "host-preprocess-gpt2's before at batch 16 -> batch 64 (per token)", TF,
-          lambda c: gpt2_train(c, batches=tokenized_in_loop),
-          lambda c: gpt2_train(c, batches=tokenized_in_loop, batch=64)),
+          lambda c: lm_train(c, batches=tokenized_in_loop),
+          lambda c: lm_train(c, batches=tokenized_in_loop, batch=64)),
     *pair("batch-allocator-gpt2", "small-batch", "transformers",
           "allocator-gpt2's before at batch 16 -> batch 64 (per token)", TF,
-          lambda c: gpt2_train(c, after_step=empty_cache),
-          lambda c: gpt2_train(c, after_step=empty_cache, batch=64)),
+          lambda c: lm_train(c, after_step=empty_cache),
+          lambda c: lm_train(c, after_step=empty_cache, batch=64)),
     *pair("batch-recompute-vit", "small-batch", "timm",
           "recompute-vit's before at batch 128 -> batch 512 (per sample)", ("timm",),
           lambda c: vision_train(c, vit(c), c.pick(128, 2), checkpointed=True),
@@ -264,7 +216,7 @@ PAIRS += [
           lambda c: bert_mlm(c, "sdpa", BERT_SMALL_B64, **BERT_CKPT)),
     *pair("recompute-gpt2-reentrant", "memory-headroom", "transformers",
           "gradient_checkpointing_enable(use_reentrant=True) -> off, memory mostly free", TF,
-          lambda c: gpt2_train(c, checkpointed="reentrant"), lambda c: gpt2_train(c)),
+          lambda c: lm_train(c, checkpointed="reentrant"), lambda c: lm_train(c)),
     *pair("recompute-convnext", "memory-headroom", "timm",
           "set_grad_checkpointing(True) -> off, memory mostly free (ConvNeXt-atto)", ("timm",),
           lambda c: vision_train(c, timm_model("convnext_atto"), c.pick(128, 2),
@@ -318,6 +270,7 @@ PAIRS += [
           lambda c: vision_train(c, timm_model(CONVNEXT), c.pick(128, 2), checkpointed=True),
           lambda c: vision_train(c, timm_model(CONVNEXT), c.pick(512, 4), checkpointed=True)),
 ]  # fmt: skip
+PAIRS += FRESH
 FLAGGED = ("precision-gpt2", "attention-gpt2", "optimizer-gpt2", "layout-resnet50")
 CASES = [
     *PAIRS,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import statistics
 
-from analysis.rules.track_record import Record
+from analysis.rules.track_record import WITHIN_POINTS, Record
 from tools.validation.evaluate import PairResult
 from tools.validation.rivals import SESSIONS, rivals_of
 
@@ -36,9 +36,13 @@ def table(results: list[PairResult]) -> str:
 
 def half_counts(results: list[PairResult], half: str) -> str:
     """The line of counts per check for one half, as the closing notes give them."""
-    r = [x for x in results if x.half == half]
+    return counts(half, [x for x in results if x.half == half])
+
+
+def counts(label: str, r: list[PairResult]) -> str:
+    """The line of counts per check over some pairs."""
     return (
-        f"{half}: {len(r)} pairs; planted first {sum(x.first for x in r)}, "
+        f"{label}: {len(r)} pairs; planted first {sum(x.first for x in r)}, "
         f"estimate within {sum(x.within for x in r)}, after clean "
         f"{sum(x.after_clean for x in r)}, no host finding over the headroom "
         f"{sum(not x.over_headroom for x in r)}, all four {sum(x.passed for x in r)}"
@@ -53,7 +57,7 @@ def track_record(results: list[PairResult]) -> dict[str, Record]:
     for rec_id in sorted({r.planted for r in results}):
         rows = [r for r in results if r.planted == rec_id]
         held = [r for r in rows if r.half == "held-out"]
-        errors = [abs((r.est_ms or 0.0) - r.measured_ms) / abs(r.measured_ms) * 100 for r in rows]
+        errors = [error_pct(r) for r in rows]
         out[rec_id] = Record(
             pairs=len(rows),
             within=sum(r.within for r in rows),
@@ -62,6 +66,13 @@ def track_record(results: list[PairResult]) -> dict[str, Record]:
             median_error_pct=round(statistics.median(errors)),
         )
     return out
+
+
+def error_pct(r: PairResult) -> float:
+    """|estimate - measured| in % of the measured saving, or of WITHIN_POINTS of the step
+    where the saving is smaller (a fix that saved nothing has no error in % of its saving)."""
+    scale = max(abs(r.measured_ms), WITHIN_POINTS / 100 * r.step_ms)
+    return abs((r.est_ms or 0.0) - r.measured_ms) / scale * 100
 
 
 def rival_table(results: list[PairResult]) -> str:

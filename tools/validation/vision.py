@@ -103,3 +103,10 @@ def vit(ctx: Ctx) -> nn.Module:
     two profiled steps near 1 MB gzipped, too big for a test fixture."""
     kwargs = {"depth": 6} if not ctx.smoke else {"depth": 1, "img_size": 32}
     return timm_model("vit_small_patch16_224", **kwargs)
+
+
+def swin(ctx: Ctx) -> nn.Module:
+    """Swin-T (windowed attention over 7 x 7 patches); the smoke run's 32-pixel images
+    take 2 x 2 windows and one block per stage."""
+    kwargs = {"img_size": 32, "window_size": 2, "depths": (1, 1, 1, 1)} if ctx.smoke else {}
+    return timm_model("swin_tiny_patch4_window7_224", **kwargs)
