@@ -26,7 +26,9 @@ at most 16 MiB each; a trace larger than that is listed in the summary's `tar_le
 `--interleave SUFFIX` records each selected pair as PAIR-SUFFIX with both runs built in one
 process and their unprofiled timing interleaved in rounds (interleave.py: the saving is the
 median of the rounds' paired differences); each run is still profiled alone. `--interleave`
-alone keeps the pairs' own names (the ninth recording's, fresh_pairs.py).
+alone keeps the pairs' own names (the ninth recording's, fresh_pairs.py). Not for the pairs
+whose after run replays a CUDA graph: their first interleaved round hits a device-side assert
+that breaks the process's CUDA context (D80); record those one run after the other.
 
 `--smoke` runs tiny CPU versions of every workload whose libraries import here (the others
 are skipped with the reason), so the control flow, the timing, the profiling with the hook
