@@ -18,9 +18,10 @@ from tools.validation.vision import swin, timm_model, vision_train
 from tools.validation.workload import Case, Ctx
 
 # The ninth recording: models no pair had, recorded after the rules' last change and held out
-# whole (nothing was tuned on it), each pair in one process with its timing interleaved
-# (--interleave): a Llama trained with transformers, timm's Swin-T, RegNetY-1.6GF and
-# MobileNetV3, one change per pair as before.
+# whole (nothing was tuned on it): a Llama trained with transformers, timm's Swin-T,
+# RegNetY-1.6GF and MobileNetV3, one change per pair as before. Each pair was timed in one
+# process, interleaved (--interleave), but for the CUDA-graph ones (timed one run after the
+# other: interleaved, they break the CUDA context; D80).
 LLAMA = {
     "arch": "llama",
     "layers": 6,

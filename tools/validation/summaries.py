@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import statistics
 
-from analysis.rules.track_record import WITHIN_POINTS, Record
+from analysis.rules.track_record import Record
 from tools.validation.evaluate import PairResult
 from tools.validation.rivals import SESSIONS, rivals_of
 
@@ -71,7 +71,7 @@ def track_record(results: list[PairResult]) -> dict[str, Record]:
 def error_pct(r: PairResult) -> float:
     """|estimate - measured| in % of the measured saving, or of WITHIN_POINTS of the step
     where the saving is smaller (a fix that saved nothing has no error in % of its saving)."""
-    scale = max(abs(r.measured_ms), WITHIN_POINTS / 100 * r.step_ms)
+    scale = max(abs(r.measured_ms), r.points_ms)
     return abs((r.est_ms or 0.0) - r.measured_ms) / scale * 100
 
 
