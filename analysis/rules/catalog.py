@@ -80,12 +80,14 @@ _RULES = (
         "channels-last", "Run the convolution net in channels_last", "Memory bandwidth",
         "bf16/fp16 convolutions over NCHW tensors (the inputs' strides): cuDNN converts them "
         "to NHWC and back on every call (nchwToNhwc/nhwcToNchw kernels), and batch norm, "
-        "pooling and the elementwise ops run their slower NCHW kernels",
+        "pooling and the elementwise ops run their slower NCHW kernels; depthwise "
+        "convolutions run PyTorch's own NCHW kernels (conv_depthwise2d) instead of cuDNN's",
         "the layout-conversion kernels' time, plus the NCHW batch-norm kernels' time × (1 − "
-        "nhwc_norm_ratio), the channels_last kernels taking that fraction of it",
+        "nhwc_norm_ratio) and the NCHW depthwise kernels' time × (1 − nhwc_depthwise_ratio), "
+        "the channels_last kernels taking those fractions of it",
         "model = model.to(memory_format=torch.channels_last)\n"
         "x = x.to(memory_format=torch.channels_last)  # each batch, before the model",
-        {"min_share_pct": 1.0, "nhwc_norm_ratio": 0.44},
+        {"min_share_pct": 1.0, "nhwc_norm_ratio": 0.44, "nhwc_depthwise_ratio": 0.3},
     ),
     Entry(
         "fused-attention", "Use fused attention (F.scaled_dot_product_attention)",
@@ -149,7 +151,8 @@ _RULES = (
         "cudaStreamSynchronize/cudaDeviceSynchronize inside steps (`.item()`, `.cpu()`, "
         "printing a loss, blocking copies): the host cannot run ahead of the GPU",
         "serialization: the step's time beyond max(GPU, host), its share of the step's "
-        "waiting that the syncs account for",
+        "waiting that the syncs account for (when the host bounds the step, the syncs' own "
+        "wait)",
         "# log without a sync every step:\n"
         "running = running + loss.detach()          # stays on the GPU\n"
         "if step % 100 == 0:\n    print(running.item() / 100); running.zero_()",
@@ -188,8 +191,9 @@ _RULES = (
         "PYTORCH_NO_CUDA_MEMORY_CACHING, fragmentation, or retries near capacity), or "
         "activation checkpointing recomputes the forward in the backward pass (numbered "
         "forward ops on the autograd threads) while most of the device memory is free",
-        "serialization: the GPU idle time during the allocator calls (cudaFree synchronises "
-        "the device), at most the step's waiting; recomputation: the GPU time of the kernels "
+        "serialization (cudaFree synchronises the device): the step's time beyond max(GPU, "
+        "host), its share of the step's waiting that the allocator calls account for (without "
+        "ProfilerSteps, the GPU idle during them); recomputation: the GPU time of the kernels "
         "it launches and its host time without the profiler",
         "# keep the cache: drop torch.cuda.empty_cache() from the loop, unset\n"
         "# PYTORCH_NO_CUDA_MEMORY_CACHING, and against fragmentation:\n"

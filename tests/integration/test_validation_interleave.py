@@ -17,6 +17,7 @@ import torch
 from tools.validation import evaluate as ev
 from tools.validation import runner
 from tools.validation.cli import interleaved
+from tools.validation.fresh_pairs import ELEVENTH, TENTH
 from tools.validation.fresh_pairs import FRESH as NINTH
 from tools.validation.interleave import ROUNDS, Globals, measure_pair
 from tools.validation.pairs import CASES
@@ -47,12 +48,19 @@ def test_without_a_suffix_the_pairs_keep_their_names() -> None:
     """The ninth recording's pairs were recorded only interleaved, under their own names."""
     ninth = [c for c in CASES if c.pair in ("graphs-llama", "tf32-swin")]
     got = [(b.id, a.id, b.pair, a.pair) for b, a in interleaved(ninth, "")]
-    assert got == [
-        ("tf32-swin-before", "tf32-swin-after", "tf32-swin", "tf32-swin"),
+    assert got == [  # in the table's order: the Llama's pairs, then the Swin's
         ("graphs-llama-before", "graphs-llama-after", "graphs-llama", "graphs-llama"),
+        ("tf32-swin-before", "tf32-swin-after", "tf32-swin", "tf32-swin"),
     ]
-    # evaluate's list of the ninth's pairs (it imports no torch) is fresh_pairs' table
+    # evaluate's lists of the later recordings' pairs (it imports no torch) are fresh_pairs'
+    # tables, and their model groups name only their own pairs
     assert {c.pair for c in NINTH} == set(ev.FRESH)
+    assert {c.pair for c in TENTH} == set(ev.TENTH)
+    assert {c.pair for c in ELEVENTH} == set(ev.ELEVENTH)
+    for recording, models in ((ev.TENTH, 3), (ev.ELEVENTH, 5)):
+        groups = [g for g in ev.SAME_MODEL if set(g) & set(recording)]
+        assert len(groups) == models
+        assert all(set(g) <= set(recording) for g in groups)
 
 
 def test_each_runs_settings_are_put_back_before_its_rounds() -> None:

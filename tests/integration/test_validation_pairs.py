@@ -47,15 +47,9 @@ MISSES = {
     "46.31 ms minutes apart (batch-recompute-bert's before); against the latter the fix saved "
     "19.06",
     ("batch-allocator-gpt2", "after_clean"): "batch 64 still raises small-batch (19.1 ms)",
-    ("allocator-gpt2-r4", "first"): "small-batch (7.39 estimated) ranks above it and saved 4.07 "
-    "ms against this fix's 9.46",
-    ("allocator-gpt2", "first"): "small-batch ranks above it; on this before run batch 64 saved "
-    "4.07 ms against this fix's 9.46 (batch-allocator-gpt2, allocator-gpt2-r4)",
     ("alignment-peft", "first"): "fp8 (unmeasured on this model) ranks above it",
     ("alignment-peft", "within"): "4.77 vs 8.36: the batch × sequence misalignment's cost "
     "(7 × 1000 -> 8 × 1024) is not estimated, only the vocabulary's",
-    ("allocator-gpt2-r4", "within"): "5.77 vs 9.46: the same change saved 5.53 ms in the first "
-    "recording (estimate 6.32, within)",
     ("attention-bert-r4", "first"): "cuda-graphs ranks above it, unmeasured in this session "
     "(in the fifth recording's it saved 8.07 ms against this fix's -1.63: right there)",
     ("attention-bert-r4", "within"): "3.34 vs 7.93 on a host-bound step: the eager attention's "
@@ -75,8 +69,6 @@ MISSES = {
     "48.7, 67.5 and 56.6 ms in three recordings; in the first call of this one the fix measured "
     "36.4 ms (67.5 -> 31.1 ms)",
     ("launch-bound-mlp", "within"): "3.38 vs 2.03: the graph replay's own cost is not modelled",
-    ("layout-efficientnet", "within"): "37.1 vs 79.6: depthwise convolutions lose more in NCHW "
-    "than the ratio tuned on ResNet-50",
     ("layout-resnet50", "first"): "estimated 0 (minor): the modelled host time bounds the step; "
     "1.06 measured",
     ("optimizer-gpt2", "within"): "9.52 vs 4.41: this recording's after run was 1.6x slower on "
@@ -113,7 +105,6 @@ MISSES |= {
     "tokens against 7 x 1000 for the same host time per step, not the alignment",
     ("allocator-llama", "first"): "small-batch and cuda-graphs rank above it; on this model a "
     "4x batch saved 17.86 and CUDA graphs 7.82 ms against this fix's 24.07",
-    ("allocator-llama", "within"): "13.90 vs 24.07",
     ("attention-llama", "within"): "13.88 vs 8.00: the S x S kernels' 14.6 ms less a fused "
     "kernel's 0.69 ms, against 38.09 -> 30.05 ms measured",
     ("batch-llama", "first"): "cuda-graphs ranks above it, unmeasured at batch 2",
@@ -130,8 +121,6 @@ MISSES |= {
     ("host-preprocess-llama", "first"): "cuda-graphs (7.82 ms measured on this model) and "
     "pageable-memcpy (unmeasured) rank above it; it saved 19.10",
     ("host-preprocess-llama", "within"): "10.89 vs 19.10",
-    ("host-sync-llama", "within"): "3.32 vs -0.01: the step's serialization beyond the modelled "
-    "GPU and host time is not the sync's (the GPU idles 0.66 ms per step after it)",
     ("layout-mobilenet", "within"): "6.17 vs 12.36: depthwise convolutions lose more in NCHW "
     "than the ratio tuned on ResNet-50 (as layout-efficientnet)",
     ("layout-regnety", "first"): "estimated 0 (minor): the modelled host time bounds the step; "
@@ -143,12 +132,69 @@ MISSES |= {
     ("precision-regnety", "first"): "not raised: the modelled host time (133.5 ms, above the "
     "129.0 ms step) makes the step host-bound, so no GPU saving counts",
     ("precision-regnety", "within"): "0 vs 39.69 (128.96 -> 89.14 ms with bf16)",
-    ("recompute-llama", "first"): "host-sync (22.91 estimated) and kernel-fusion (11.25; "
-    "torch.compile saved 12.15 on this model) rank above its 20.38 measured",
+    ("recompute-llama", "first"): "kernel-fusion (11.25 estimated; torch.compile saved 12.15 on "
+    "this model) ranks above its 20.38 measured",
     ("recompute-llama", "within"): "9.41 vs 20.38: the recomputation's host time is not all "
     "counted (as recompute-vit-r4)",
     ("tf32-swin", "after_clean"): "the TF32 run still raises tf32 (4.14 ms): 7.96 ms of its bmm, "
     "mm and convolution kernels per step ran as fp32 kernels with TF32 allowed (16.6 TFLOP/s)",
+}
+# The tenth recording (D81): GPT-NeoX, DenseNet-121, CoAtNet-0, recorded blind to D81's changes.
+MISSES |= {
+    ("batch-coatnet-b512", "first"): "not raised: the GPU is busy 98 % of the step, and the "
+    "rule counts GPU work as growing with the batch; it saved 6.18 ms of 63.24",
+    ("batch-coatnet-b512", "within"): "0 vs 6.18",
+    ("batch-densenet", "after_clean"): "batch 128 still raises small-batch, rightly: on it a 4x "
+    "batch saved 17.39 ms (batch-densenet-b512)",
+    ("batch-densenet-b512", "first"): "kernel-fusion (31.54 estimated) ranks above it; "
+    "torch.compile saved 6.93 ms against this fix's 17.39",
+    ("batch-neox-b32", "first"): "not raised: the GPU is busy 96 % of the step (as "
+    "batch-coatnet-b512); a 4x batch saved 3.08 ms of 21.12",
+    ("batch-neox-b32", "within"): "0 vs 3.08",
+    ("fusion-compile-densenet", "within"): "31.54 vs 6.93: the compiled DenseNet halved its GPU "
+    "time (46.6 -> 27.8 ms) but its host time kept the step (57.02 ms)",
+    ("fusion-compile-neox", "within"): "4.39 vs 7.29: torch.compile's host saving is counted as "
+    "the fused chains' launches only (as fusion-compile-llama)",
+    ("graphs-coatnet", "first"): "not raised, rightly: the whole-step graph saved 1.67 ms of 63.36",
+    ("graphs-neox", "first"): "not raised, rightly: the whole-step graph saved -0.55 ms",
+    ("host-preprocess-neox", "first"): "estimated 0 (minor): the Python tokenization's time is "
+    "not found outside the model (S 7.85 ms unexplained); it saved 3.30",
+    ("host-preprocess-neox", "within"): "0 vs 3.30",
+    ("optimizer-coatnet", "first"): "kernel-fusion and small-batch, unmeasured on this model "
+    "(small-batch measured 6.18), rank above it",
+    ("optimizer-coatnet", "within"): "2.04 vs 6.55",
+    ("pageable-coatnet", "first"): "kernel-fusion, unmeasured on this model, ranks above it",
+    ("recompute-coatnet", "first"): "kernel-fusion, unmeasured on this model, ranks above it",
+    ("recompute-neox", "first"): "host-sync (5.59 estimated: the step counts as GPU-bound, GPU "
+    "22.7 and host 18.7 of 28.3 ms), kernel-fusion and small-batch rank above its 7.22 measured",
+    ("recompute-neox", "within"): "2.81 vs 7.22 (as recompute-llama)",
+    # D82 (the allocator calls' share of the serialization) counts 2.02 ms too much here
+    ("allocator-gpt2", "within"): "7.55 vs 5.53: the step's serialization (7.55 ms) against a "
+    "fix that saved 5.53 (9.46 in allocator-gpt2-r4, the same change recorded again)",
+}
+# The eleventh recording (D82): Qwen2, OPT, ConvNeXt-T, GhostNet, MixNet-S, recorded to judge
+# D81 and D82, with no rival pairs: small-batch and cuda-graphs, ranked above most planted
+# findings, are unmeasured on these models.
+_UNMEASURED = "small-batch and cuda-graphs, unmeasured on this model, rank above it"
+MISSES |= {
+    ("allocator-ghostnet", "first"): _UNMEASURED,
+    ("allocator-mixnet", "first"): _UNMEASURED + " (kernel-fusion too)",
+    ("allocator-mixnet", "within"): "9.89 vs 24.16",
+    ("allocator-opt", "first"): _UNMEASURED,
+    ("allocator-qwen2", "first"): _UNMEASURED,
+    ("host-sync-opt", "first"): "estimated 0.08 (minor): the step is host-bound, so the syncs "
+    "cost their own wait; removing them saved 1.11 ms of 32.92",
+    ("host-sync-qwen2", "first"): "not raised, rightly: removing the sync saved -1.62 ms",
+    ("layout-convnext-t", "first"): "not raised, rightly: channels_last saved 0.84 ms of 45.79",
+    ("layout-ghostnet", "first"): "estimated 0 (minor): the modelled host time bounds the step; "
+    "5.16 measured",
+    ("layout-ghostnet", "within"): "0 vs 5.16",
+    ("layout-mixnet", "first"): "kernel-fusion and small-batch rank above it; channels_last made "
+    "the step slower (-5.20 ms)",
+    ("layout-mixnet", "within"): "1.01 vs -5.20: channels_last made MixNet's step slower",
+    ("recompute-opt", "first"): _UNMEASURED,
+    ("recompute-qwen2", "first"): _UNMEASURED,
+    ("recompute-qwen2", "within"): "19.65 vs 33.69 (as recompute-llama)",
 }
 
 

@@ -26,9 +26,10 @@ at most 16 MiB each; a trace larger than that is listed in the summary's `tar_le
 `--interleave SUFFIX` records each selected pair as PAIR-SUFFIX with both runs built in one
 process and their unprofiled timing interleaved in rounds (interleave.py: the saving is the
 median of the rounds' paired differences); each run is still profiled alone. `--interleave`
-alone keeps the pairs' own names (the ninth recording's, fresh_pairs.py). Not for the pairs
-whose after run replays a CUDA graph: their first interleaved round hits a device-side assert
-that breaks the process's CUDA context (D80); record those one run after the other.
+alone keeps the pairs' own names (the ninth to eleventh recordings', fresh_pairs.py). Not for
+the pairs whose after run replays a CUDA graph: their first interleaved round hits a
+device-side assert that breaks the process's CUDA context (D80); record those one run after
+the other.
 
 `--smoke` runs tiny CPU versions of every workload whose libraries import here (the others
 are skipped with the reason), so the control flow, the timing, the profiling with the hook
@@ -36,8 +37,9 @@ and the summary are exercised without a GPU.
 
 The package: workload (the shared types), timing (unprofiled timing and the hook's
 profile), training (the training step), one module per workload family (language_models,
-vision, launch_bound, decode, lightning_train), changes (what a pair is made of), pairs (the
-table of pairs; fresh_pairs, the ninth recording's), runner (a
+vision, launch_bound, decode, lightning_train), changes (what a pair is made of), pair_sets
+(a model's standard pairs, by kind), pairs (the table of pairs; fresh_pairs, the ninth to
+eleventh recordings', whose ids fresh_ids keeps without torch), runner (a
 workload's record, the summary, the tars), interleave (a pair recorded in one process) and
 cli (the command line).
 """

@@ -1,4 +1,4 @@
-"""transformers' GPT-2, Llama and BERT training, and host-side batch building in pure Python."""
+"""transformers' causal LMs' and BERT's training, and host-side batch building in pure Python."""
 
 from __future__ import annotations
 
@@ -30,27 +30,62 @@ def gpt2(ctx: Ctx, layers: int, d: int, heads: int, vocab: int, attn: str = "sdp
     return GPT2LMHeadModel(cfg).to(ctx.device)
 
 
-def llama(ctx: Ctx, layers: int, d: int, heads: int, vocab: int, attn: str = "sdpa") -> nn.Module:
-    """A Llama (RMSNorm, rotary positions, SwiGLU MLP, untied head) with grouped-query
-    attention, 3 query heads per key/value head where the heads divide so."""
-    from transformers import LlamaConfig, LlamaForCausalLM
+def _hf_causal_lm(
+    ctx: Ctx, name: str, layers: int, d: int, heads: int, vocab: int, attn: str, **extra: Any
+) -> nn.Module:
+    """transformers' `<name>Config` and `<name>ForCausalLM` at these sizes (random weights,
+    positions for 1024 tokens); `extra`: the architecture's own config fields."""
+    import transformers
 
-    cfg = LlamaConfig(
+    cfg = getattr(transformers, f"{name}Config")(
         num_hidden_layers=layers,
         hidden_size=d,
         num_attention_heads=heads,
-        num_key_value_heads=heads // 3 if heads % 3 == 0 else heads,
-        intermediate_size=64 * round(8 * d / 3 / 64),
         vocab_size=vocab,
         max_position_embeddings=ctx.pick(1024, 64),
         bos_token_id=0,
         eos_token_id=0,
         attn_implementation=attn,
+        **extra,
     )
-    return LlamaForCausalLM(cfg).to(ctx.device)
+    model: nn.Module = getattr(transformers, f"{name}ForCausalLM")(cfg)
+    return model.to(ctx.device)
 
 
-CAUSAL_LMS = {"gpt2": gpt2, "llama": llama}
+def _grouped_query(d: int, heads: int) -> dict[str, int]:
+    """3 query heads per key/value head where the heads divide so; a SwiGLU MLP of 8/3 d."""
+    return {
+        "num_key_value_heads": heads // 3 if heads % 3 == 0 else heads,
+        "intermediate_size": 64 * round(8 * d / 3 / 64),
+    }
+
+
+def llama(ctx: Ctx, layers: int, d: int, heads: int, vocab: int, attn: str = "sdpa") -> nn.Module:
+    """A Llama (RMSNorm, rotary positions, SwiGLU MLP, untied head) with grouped-query
+    attention."""
+    return _hf_causal_lm(ctx, "Llama", layers, d, heads, vocab, attn, **_grouped_query(d, heads))
+
+
+def neox(ctx: Ctx, layers: int, d: int, heads: int, vocab: int, attn: str = "sdpa") -> nn.Module:
+    """A GPT-NeoX (Pythia's architecture: parallel attention and MLP residuals, rotary
+    positions on a quarter of each head, LayerNorm, GELU MLP of 4 d)."""
+    return _hf_causal_lm(ctx, "GPTNeoX", layers, d, heads, vocab, attn, intermediate_size=4 * d)
+
+
+def qwen2(ctx: Ctx, layers: int, d: int, heads: int, vocab: int, attn: str = "sdpa") -> nn.Module:
+    """A Qwen2 (a Llama with biases on q, k and v), grouped-query attention as llama's."""
+    return _hf_causal_lm(ctx, "Qwen2", layers, d, heads, vocab, attn, **_grouped_query(d, heads))
+
+
+def opt(ctx: Ctx, layers: int, d: int, heads: int, vocab: int, attn: str = "sdpa") -> nn.Module:
+    """An OPT (learned positions, pre-LayerNorm, ReLU MLP of 4 d)."""
+    return _hf_causal_lm(
+        ctx, "OPT", layers, d, heads, vocab, attn,
+        ffn_dim=4 * d, word_embed_proj_dim=d, pad_token_id=vocab - 1,
+    )  # fmt: skip
+
+
+CAUSAL_LMS = {"gpt2": gpt2, "llama": llama, "neox": neox, "qwen2": qwen2, "opt": opt}
 
 
 def lm_train(
@@ -70,11 +105,11 @@ def lm_train(
     batches: Callable[[int, int, int], Callable[[], torch.Tensor]] | None = None,
     **train_kwargs: Any,
 ) -> Workload:
-    """Causal language-model training (transformers' GPT-2, or a Llama with arch="llama");
+    """Causal language-model training (transformers' GPT-2, Llama, GPT-NeoX, Qwen2, OPT: arch);
     sizes are the GPU machine's (the smoke run shrinks them, keeping a vocab, sequence or
     batch that is not a multiple of 8, 64 or 8 misaligned)."""
     if ctx.smoke:
-        layers, d, heads = (2, 96, 6) if arch == "llama" else (2, 64, 4)
+        layers, d, heads = (2, 64, 4) if arch == "gpt2" else (2, 96, 6)
         vocab, seq, batch = smaller(vocab, 1024, 8), smaller(seq, 32, 64), smaller(batch, 2, 8)
     model = CAUSAL_LMS[arch](ctx, layers, d, heads, vocab, attn)
     notes: dict[str, Any] = {"arch": arch, "layers": layers, "d": d, "vocab": vocab, "seq": seq,

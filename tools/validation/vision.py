@@ -110,3 +110,9 @@ def swin(ctx: Ctx) -> nn.Module:
     take 2 x 2 windows and one block per stage."""
     kwargs = {"img_size": 32, "window_size": 2, "depths": (1, 1, 1, 1)} if ctx.smoke else {}
     return timm_model("swin_tiny_patch4_window7_224", **kwargs)
+
+
+def coatnet(ctx: Ctx) -> nn.Module:
+    """CoAtNet-0 (MBConv stages, then relative-position attention stages); the smoke run's
+    32-pixel images need the model built for them."""
+    return timm_model("coatnet_0_rw_224", **({"img_size": 32} if ctx.smoke else {}))

@@ -1,0 +1,122 @@
+"""The standard pairs of one model: each change the findings name, made to its tuned run.
+
+The ninth and tenth recordings (fresh_pairs.py) take a model no earlier pair had and plant
+one finding per pair on it; these build those pairs by kind, so that every model gets the
+same change under the same name ("precision-llama", "precision-neox").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from torch import nn
+
+from tools.validation.changes import (
+    TF,
+    empty_cache,
+    host_sync_every_100,
+    host_sync_every_step,
+    pair,
+)
+from tools.validation.language_models import lm_train, pretokenized, tokenized_in_loop
+from tools.validation.vision import vision_train
+from tools.validation.workload import Case, Ctx
+
+GRAPHED = "eager -> the whole step replayed from a CUDA graph"
+COMPILED = "eager -> torch.compile (Inductor default mode)"
+FUSED_ADAMW = "AdamW(foreach=False) -> AdamW(fused=True)"
+
+
+def lm_pairs(name: str, cfg: dict[str, Any], kinds: tuple[str, ...]) -> list[Case]:
+    """A transformers causal LM's pairs (lm_train's keywords in cfg), of the kinds named."""
+
+    def lm(**change: Any) -> Callable[[Ctx], Any]:
+        return lambda c: lm_train(c, **{**cfg, **change})
+
+    batch = cfg["batch"]
+    table = {
+        "precision": ("mixed-precision", "fp32 (TF32 off) -> bf16 autocast",
+                      lm(precision="fp32"), lm()),
+        "attention": ("fused-attention", "eager causal attention -> sdpa", lm(attn="eager"), lm()),
+        "optimizer": ("fused-optimizer", FUSED_ADAMW, lm(optimizer="for-loop"), lm()),
+        "fusion-compile": ("kernel-fusion", COMPILED, lm(), lm(compiled=True)),
+        "recompute": ("memory-headroom",
+                      "gradient_checkpointing_enable() -> off, memory mostly free",
+                      lm(checkpointed=True), lm()),
+        "allocator": ("memory-headroom", "torch.cuda.empty_cache() after every step -> not",
+                      lm(after_step=empty_cache), lm()),
+        "host-sync": ("host-sync",
+                      "loss.item() every step -> loss summed on the GPU, read every 100 steps",
+                      lambda c: lm_train(c, **cfg, after_step=host_sync_every_step()),
+                      lambda c: lm_train(c, **cfg, after_step=host_sync_every_100())),
+        "host-preprocess": ("gpu-starvation",
+                            "pure-Python tokenization in the loop -> batches pre-tokenized "
+                            "before it", lm(batches=tokenized_in_loop), lm(batches=pretokenized)),
+        "batch": ("small-batch", f"batch 2 -> {batch} (per token)", lm(batch=2), lm()),
+        # the fixes of the findings ranked above planted ones most often, on the tuned run:
+        # a 4x batch and the whole step replayed from a CUDA graph (evaluate.SAME_MODEL)
+        "batch-x4": ("small-batch", f"batch {batch} -> {4 * batch} (per token)", lm(),
+                     lm(batch=4 * batch)),
+        "graphs": ("cuda-graphs", GRAPHED, lm(), lm(graphed=True)),
+    }  # fmt: skip
+    return _cases(name, TF, "transformers", table, kinds, f"batch-{name}-b{4 * batch}")
+
+
+def vision_pairs(
+    name: str, model: Callable[[Ctx], nn.Module], kinds: tuple[str, ...]
+) -> list[Case]:
+    """A timm image classifier's pairs at batch 128 (224 px), of the kinds named."""
+
+    def run(inputs: str = "device", batch: tuple[int, int] = (128, 2), **change: Any) -> Any:
+        return lambda c: vision_train(c, model(c), c.pick(*batch), inputs, **change)
+
+    table = {
+        "tf32": ("tf32", "fp32 TF32 off -> TF32 on", run(precision="fp32"),
+                 run(precision="tf32")),
+        "optimizer": ("fused-optimizer", FUSED_ADAMW, run(optimizer="for-loop"), run()),
+        "fusion-compile": ("kernel-fusion", COMPILED, run(), run(compiled=True)),
+        "recompute": ("memory-headroom", "set_grad_checkpointing(True) -> off, memory mostly free",
+                      run(checkpointed=True), run()),
+        "layout": ("channels-last", "NCHW -> channels_last", run(channels_last=False), run()),
+        "precision": ("mixed-precision", "fp32 TF32 off -> bf16 autocast",
+                      run(precision="fp32"), run()),
+        "pageable": ("pageable-memcpy",
+                     "batches in pageable host memory, .to(cuda) -> pinned, non_blocking",
+                     run("pageable"), run("pinned")),
+        "batch": ("small-batch", "batch 32 -> 128 (per sample)", run(batch=(32, 2)),
+                  run(batch=(128, 4))),
+        "allocator": ("memory-headroom", "torch.cuda.empty_cache() after every step -> not",
+                      run(after_step=empty_cache), run()),
+        "batch-x4": ("small-batch", "batch 128 -> 512 (per sample)", run(),
+                     run(batch=(512, 4))),
+        "graphs": ("cuda-graphs", GRAPHED, run(), run(graphed=True)),
+    }  # fmt: skip
+    cases = _cases(name, ("timm",), "timm", table, kinds, f"batch-{name}-b512")
+    if "dataloader" in kinds:
+        cases += pair(
+            f"dataloader-{name}", "gpu-starvation", "timm+torchvision",
+            "DataLoader num_workers=0 -> 8 workers, pinned, persistent, prefetch 4",
+            ("timm", "torchvision"), run("loader0", (64, 2)), run("loader8", (64, 2)),
+        )  # fmt: skip
+    return cases
+
+
+def _cases(
+    name: str,
+    needs: tuple[str, ...],
+    framework: str,
+    table: dict[str, tuple[str, str, Callable[[Ctx], Any], Callable[[Ctx], Any]]],
+    kinds: tuple[str, ...],
+    batch_x4: str,
+) -> list[Case]:
+    """The pairs of `kinds` from `table`, named "<kind>-<name>"; the 4x batch is `batch_x4`
+    (the ninth recording's names)."""
+    cases: list[Case] = []
+    for kind in kinds:
+        if kind not in table:
+            continue  # built by the caller (dataloader)
+        planted, change, before, after = table[kind]
+        pair_id = batch_x4 if kind == "batch-x4" else f"{kind}-{name}"
+        cases += pair(pair_id, planted, framework, change, needs, before, after)
+    return cases
