@@ -34,18 +34,12 @@ def main() -> None:
     print()
     for half in ("tune", "held-out"):
         print(summaries.half_counts(results, half))
-    fresh = [r for r in results if r.pair in ev.FRESH]
-    print(summaries.counts("ninth recording (models no rule was tuned on; D81 retuned two)", fresh))
-    tenth = [r for r in results if r.pair in ev.TENTH]
-    print(
-        summaries.counts(
-            "tenth recording (new models, recorded blind to D81; D82 retuned two)", tenth
-        )
-    )
-    eleventh = [r for r in results if r.pair in ev.ELEVENTH]
-    print(
-        summaries.counts("eleventh recording (held out, new models, judges D81 and D82)", eleventh)
-    )
+    for label, ids in (
+        ("ninth recording (models no rule was tuned on; D81 retuned two)", ev.FRESH),
+        ("tenth recording (new models, recorded blind to D81; D82 retuned two)", ev.TENTH),
+        ("eleventh recording (held out, new models, judges D81 and D82)", ev.ELEVENTH),
+    ):
+        print(summaries.counts(label, [r for r in results if r.pair in ids]))
     print()
     print(summaries.rival_table(results))
     for pair, why in ev.EXCLUDED.items():

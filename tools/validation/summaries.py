@@ -72,7 +72,7 @@ def error_pct(r: PairResult) -> float:
     """|estimate - measured| in % of the measured saving, or of WITHIN_POINTS of the step
     where the saving is smaller (a fix that saved nothing has no error in % of its saving)."""
     scale = max(abs(r.measured_ms), r.points_ms)
-    return abs((r.est_ms or 0.0) - r.measured_ms) / scale * 100
+    return r.miss_ms / scale * 100
 
 
 def rival_table(results: list[PairResult]) -> str:
