@@ -35,9 +35,10 @@ def main() -> None:
     for half in ("tune", "held-out"):
         print(summaries.half_counts(results, half))
     for label, ids in (
-        ("ninth recording (models no rule was tuned on; D81 retuned two)", ev.FRESH),
-        ("tenth recording (new models, recorded blind to D81; D82 retuned two)", ev.TENTH),
+        ("ninth recording (new models; D81 retuned two pairs, D83 three)", ev.FRESH),
+        ("tenth recording (new models, blind to D81; D82 and D83 retuned two each)", ev.TENTH),
         ("eleventh recording (held out, new models, judges D81 and D82)", ev.ELEVENTH),
+        ("twelfth recording (held out, the eleventh's models: rivals, judges D83)", ev.TWELFTH),
     ):
         print(summaries.counts(label, [r for r in results if r.pair in ids]))
     print()

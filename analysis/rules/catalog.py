@@ -106,7 +106,8 @@ _RULES = (
         "stream, each writing a tensor the next reads (not Inductor's triton_* kernels: "
         "torch.compile fused those already)",
         "GPU time: per chain, every kernel after the longest one (a fused kernel reads and "
-        "writes once); host time: the launches it saves, at the run's host time per launch",
+        "writes once); host time: the launches it saves (a fused chain keeps one kernel per "
+        "normalisation, reduction or softmax in it), at the run's host time per launch",
         "model = torch.compile(model)  # Inductor fuses pointwise and norm chains",
         {"min_share_pct": 3.0, "max_gap_us": 20.0, "min_chain": 3},
     ),

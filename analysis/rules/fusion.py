@@ -22,6 +22,9 @@ from analysis.text import ms
 from analysis.work.args import dims, types
 
 _MEMORY_CLASSES = ("elementwise", "norm", "reduction", "softmax", "copy")
+# Inductor folds pointwise work into a reduction's kernel but keeps one kernel per reduction
+# (D83): a fused chain still launches one kernel for each of these in it.
+_REDUCING_CLASSES = ("norm", "reduction", "softmax")
 _PARAM_STATE_BYTES = 28  # AdamW, fp32: read param, grad, 2 moments; write param, 2 moments
 _FUSED_OPTIMIZER = r"multi_tensor_apply|fused_adam|FusedAdam|fused_sgd|_fused_"
 _INDUCTOR = re.compile(r"^triton_(poi|per|red|tem)_")
@@ -271,16 +274,24 @@ def kernel_fusion(facts: Facts) -> Finding | None:
     dur = (end - ts).astype(float)
     # Kernels of legacy traces have no launching op: their kernel class names them.
     label = k["op_name"].astype(object).where(k["op_name"].notna(), k["kernel_class"])
-    c = pd.DataFrame({"chain": chain_id[m], "dur": dur[m], "op": label.to_numpy()[order][m]})
-    g = c.groupby("chain").agg(n=("dur", "size"), total=("dur", "sum"), longest=("dur", "max"))
+    reducing = k["op_class"].isin(_REDUCING_CLASSES).to_numpy()[order][m]
+    c = pd.DataFrame(
+        {"chain": chain_id[m], "dur": dur[m], "op": label.to_numpy()[order][m], "red": reducing}
+    )
+    g = c.groupby("chain").agg(
+        n=("dur", "size"), total=("dur", "sum"), longest=("dur", "max"), red=("red", "sum")
+    )
     g = g[g["n"] >= th["min_chain"]]
     if g.empty:
         return None
     saving = facts.per_step_ms(float((g["total"] - g["longest"]).sum()))
     if 100 * saving / max(facts.step_ms, 1e-9) < th["min_share_pct"]:
         return None
-    # A fused chain is one launch: the others' host time goes too.
-    launches = float((g["n"] - 1).sum()) / (facts.windows * facts.ranks)
+    # A fused chain launches one kernel per reduction in it (at least one): the other
+    # launches' host time goes too.
+    kept = np.maximum(g["red"].to_numpy(), 1)
+    launches = float((g["n"].to_numpy() - kept).sum()) / (facts.windows * facts.ranks)
+    host_ms = launches * facts.host_ms_per_launch
     chained = c[c["chain"].isin(g.index)]
     biggest = (g["total"] - g["longest"]).idxmax()
     ops = chained.loc[chained["chain"] == biggest, "op"].astype(str).tolist()
@@ -288,18 +299,23 @@ def kernel_fusion(facts: Facts) -> Finding | None:
     steps = facts.windows * facts.ranks
     return Finding(
         gpu_ms=saving,
-        host_ms=launches * facts.host_ms_per_launch,
+        host_ms=host_ms,
         confidence="medium",
         evidence=(
             f"{len(g) / steps:,.0f} chains per step of ≥ {int(th['min_chain'])} memory-bound "
             f"kernels back to back ({g['n'].mean():.1f} kernels each on average), "
             f"{ms(facts.per_step_ms(float(g['total'].sum())))} per step",
             f"the chain with most to gain: {example}",
+            f"{launches:,.0f} fewer launches per step (a fused chain keeps one kernel per "
+            f"normalisation, reduction or softmax in it): {ms(host_ms)} of host time at the "
+            "run's time per launch (without the profiler)",
         ),
         why=(
             "Each kernel of an unfused chain writes its result to HBM and the next reads it "
             "back. A fused kernel reads the inputs and writes the output once: its time is "
-            "estimated as the chain's longest kernel; the saving is the rest of the chain."
+            "estimated as the chain's longest kernel; the saving is the rest of the chain. "
+            "Inductor folds pointwise work into a normalisation's or reduction's kernel but "
+            "keeps a kernel per reduction, so only the other launches' host time goes."
         ),
         ops=tuple(chained["op"].astype(str).value_counts().index[:5]),
     )

@@ -13,10 +13,10 @@ TRACK_RECORD = {
         median_error_pct=38,
     ),
     "cuda-graphs": Record(
-        pairs=14,
-        within=13,
-        held_out=13,
-        held_out_within=12,
+        pairs=19,
+        within=18,
+        held_out=18,
+        held_out_within=17,
         median_error_pct=6,
     ),
     "decode-batching": Record(
@@ -55,11 +55,11 @@ TRACK_RECORD = {
         median_error_pct=43,
     ),
     "kernel-fusion": Record(
-        pairs=13,
-        within=3,
-        held_out=12,
-        held_out_within=2,
-        median_error_pct=49,
+        pairs=18,
+        within=4,
+        held_out=5,
+        held_out_within=1,
+        median_error_pct=57,
     ),
     "memory-headroom": Record(
         pairs=26,
@@ -83,11 +83,11 @@ TRACK_RECORD = {
         median_error_pct=39,
     ),
     "small-batch": Record(
-        pairs=22,
-        within=18,
-        held_out=21,
-        held_out_within=17,
-        median_error_pct=14,
+        pairs=27,
+        within=21,
+        held_out=26,
+        held_out_within=20,
+        median_error_pct=15,
     ),
     "tensor-core-alignment": Record(
         pairs=2,

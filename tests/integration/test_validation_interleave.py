@@ -17,7 +17,7 @@ import torch
 from tools.validation import evaluate as ev
 from tools.validation import runner
 from tools.validation.cli import interleaved
-from tools.validation.fresh_pairs import ELEVENTH, TENTH
+from tools.validation.fresh_pairs import ELEVENTH, TENTH, TWELFTH
 from tools.validation.fresh_pairs import FRESH as NINTH
 from tools.validation.interleave import ROUNDS, Globals, measure_pair
 from tools.validation.pairs import CASES
@@ -57,10 +57,17 @@ def test_without_a_suffix_the_pairs_keep_their_names() -> None:
     assert {c.pair for c in NINTH} == set(ev.FRESH)
     assert {c.pair for c in TENTH} == set(ev.TENTH)
     assert {c.pair for c in ELEVENTH} == set(ev.ELEVENTH)
-    for recording, models in ((ev.TENTH, 3), (ev.ELEVENTH, 5)):
+    assert {c.pair for c in TWELFTH} == set(ev.TWELFTH)
+    # the twelfth recorded more pairs on the eleventh's five models: they share its groups
+    later = ev.ELEVENTH + ev.TWELFTH
+    for recording, own, models in (
+        (ev.TENTH, ev.TENTH, 3),
+        (ev.ELEVENTH, later, 5),
+        (ev.TWELFTH, later, 5),
+    ):
         groups = [g for g in ev.SAME_MODEL if set(g) & set(recording)]
         assert len(groups) == models
-        assert all(set(g) <= set(recording) for g in groups)
+        assert all(set(g) <= set(own) for g in groups)
 
 
 def test_each_runs_settings_are_put_back_before_its_rounds() -> None:

@@ -32,7 +32,7 @@ from analysis.load import Store
 from analysis.rules.recommend import Recommendation, recommend
 from analysis.rules.track_record import WITHIN_POINTS, WITHIN_REL
 from analysis.step_model import TAG
-from tools.validation.fresh_ids import ELEVENTH, FRESH, FRESH_GROUPS, TENTH
+from tools.validation.fresh_ids import ELEVENTH, FRESH, FRESH_GROUPS, TENTH, TWELFTH
 from tools.validation.rivals import (
     RIVAL_REPLICATES,
     RIVALS,
@@ -75,7 +75,7 @@ HALVES = {
     "graphs-bert-sdpa": "held-out", "graphs-recompute-bert": "held-out",
     "graphs-recompute-convnext": "held-out", "batch-recompute-convnext": "held-out",
 }  # fmt: skip
-HALVES |= dict.fromkeys(FRESH + TENTH + ELEVENTH, "held-out")
+HALVES |= dict.fromkeys(FRESH + TENTH + ELEVENTH + TWELFTH, "held-out")
 # Recorded, but not one change: left out of the table, with the reason.
 EXCLUDED = {
     "graphs-bert": "its after run executes 24 fp32 FFMA GEMMs per step that the before runs in "
@@ -111,7 +111,8 @@ HALVES |= rival_halves(HALVES)
 OVERHEAD_HALVES = dict(HALVES)
 # Held-out pairs a rule's estimate was later designed on move to the tune half for the rules'
 # checks (D65: checkpointing's host time from recompute-vit's traces); the sixth recording
-# holds new pairs out for it, the tenth for D81's and the eleventh for D81's and D82's.
+# holds new pairs out for it, the tenth for D81's, the eleventh for D81's and D82's, the
+# twelfth's torch.compile pairs for D83's.
 RETUNED = (
     "recompute-vit", "recompute-vit-r4", "recompute-vit-r5",
     # D81: host-sync's bound on host-bound steps, channels-last's depthwise kernels
@@ -119,6 +120,11 @@ RETUNED = (
     # D82: the allocator calls' share of the serialization, designed on these
     "allocator-bert", "allocator-densenet", "allocator-gpt2", "allocator-gpt2-r4",
     "allocator-llama", "allocator-neox", "allocator-vit",
+    # D83: kernel-fusion's launches (a kernel kept per reduction), designed on these
+    "fusion-compile-bert", "fusion-compile-bert-sdpa", "fusion-compile-convnext",
+    "fusion-compile-densenet", "fusion-compile-gpt2-124m", "fusion-compile-llama",
+    "fusion-compile-mobilenet", "fusion-compile-neox", "fusion-compile-peft",
+    "fusion-compile-resnet50", "fusion-compile-swin", "fusion-compile-vit",
 )  # fmt: skip
 HALVES |= dict.fromkeys(RETUNED, "tune")
 # The eighth recording (tools/validation/interleave.py, tests/data/validation_h200_interleaved):

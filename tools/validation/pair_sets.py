@@ -1,6 +1,6 @@
 """The standard pairs of one model: each change the findings name, made to its tuned run.
 
-The ninth and tenth recordings (fresh_pairs.py) take a model no earlier pair had and plant
+The ninth to twelfth recordings (fresh_pairs.py) take models no earlier pair had and plant
 one finding per pair on it; these build those pairs by kind, so that every model gets the
 same change under the same name ("precision-llama", "precision-neox").
 """
@@ -92,7 +92,7 @@ def vision_pairs(
                      run(batch=(512, 4))),
         "graphs": ("cuda-graphs", GRAPHED, run(), run(graphed=True)),
     }  # fmt: skip
-    cases = _cases(name, ("timm",), "timm", table, kinds, f"batch-{name}-b512")
+    cases = _cases(name, ("timm",), "timm", table, kinds, f"batch-{name}-b512", ("dataloader",))
     if "dataloader" in kinds:
         cases += pair(
             f"dataloader-{name}", "gpu-starvation", "timm+torchvision",
@@ -109,13 +109,18 @@ def _cases(
     table: dict[str, tuple[str, str, Callable[[Ctx], Any], Callable[[Ctx], Any]]],
     kinds: tuple[str, ...],
     batch_x4: str,
+    by_caller: tuple[str, ...] = (),
 ) -> list[Case]:
     """The pairs of `kinds` from `table`, named "<kind>-<name>"; the 4x batch is `batch_x4`
-    (the ninth recording's names)."""
+    (the ninth recording's names). A kind neither in `table` nor built by the caller
+    (`by_caller`) is an error, not a pair left out."""
+    unknown = set(kinds) - set(table) - set(by_caller)
+    if unknown:
+        raise ValueError(f"{name}: no pair of kind {', '.join(sorted(unknown))}")
     cases: list[Case] = []
     for kind in kinds:
         if kind not in table:
-            continue  # built by the caller (dataloader)
+            continue
         planted, change, before, after = table[kind]
         pair_id = batch_x4 if kind == "batch-x4" else f"{kind}-{name}"
         cases += pair(pair_id, planted, framework, change, needs, before, after)
