@@ -289,14 +289,14 @@ def kernel_fusion(facts: Facts) -> Finding | None:
         return None
     # A fused chain launches one kernel per reduction in it (at least one): the other
     # launches' host time goes too.
+    steps = facts.windows * facts.ranks
     kept = np.maximum(g["red"].to_numpy(), 1)
-    launches = float((g["n"].to_numpy() - kept).sum()) / (facts.windows * facts.ranks)
+    launches = float((g["n"].to_numpy() - kept).sum()) / steps
     host_ms = launches * facts.host_ms_per_launch
     chained = c[c["chain"].isin(g.index)]
     biggest = (g["total"] - g["longest"]).idxmax()
     ops = chained.loc[chained["chain"] == biggest, "op"].astype(str).tolist()
     example = " → ".join(ops[:6]) + (f" … ({len(ops)} kernels)" if len(ops) > 6 else "")
-    steps = facts.windows * facts.ranks
     return Finding(
         gpu_ms=saving,
         host_ms=host_ms,
