@@ -6,7 +6,7 @@ them; each tagged with its measured unprofiled step) into a scratch store, ranks
 the half, the planted finding's rank and estimate, the measured saving, whether the estimate
 is within 35 % or 5 points of the step, whether the planted finding ranks first or behind
 only findings measured to save more on the same model, whether the "after" run is clean),
-the counts per half, the fourth and fifth recordings' rival table (on one before run, the pair's own
+the counts per half, the rival recordings' table (on one before run, the pair's own
 fix against the fix of a finding ranked above it: which ranked higher, which saved more), and
 the unprofiled step's error from the hook and from the
 profiler-overhead model. Pure analysis: no timing, so the machine's load does not matter.
@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tools.validation import evaluate as ev
 from tools.validation import summaries
+from tools.validation.rivals import THIRTEENTH
 from tools.validation.step_errors import step_error_summary, step_errors
 
 
@@ -39,6 +40,10 @@ def main() -> None:
         ("tenth recording (new models, blind to D81; D82 and D83 retuned two each)", ev.TENTH),
         ("eleventh recording (held out, new models, judges D81 and D82)", ev.ELEVENTH),
         ("twelfth recording (held out, the eleventh's models: rivals, judges D83)", ev.TWELFTH),
+        (
+            "thirteenth recording (rivals on ten pairs' before workloads, beside their own fix)",
+            THIRTEENTH,
+        ),
     ):
         print(summaries.counts(label, [r for r in results if r.pair in ids]))
     print()

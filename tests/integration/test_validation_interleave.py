@@ -15,9 +15,9 @@ import pytest
 import torch
 
 from tools.validation import evaluate as ev
-from tools.validation import runner
+from tools.validation import rivals, runner
 from tools.validation.cli import interleaved
-from tools.validation.fresh_pairs import ELEVENTH, TENTH, TWELFTH
+from tools.validation.fresh_pairs import ELEVENTH, TENTH, THIRTEENTH, TWELFTH
 from tools.validation.fresh_pairs import FRESH as NINTH
 from tools.validation.interleave import ROUNDS, Globals, measure_pair
 from tools.validation.pairs import CASES
@@ -130,3 +130,32 @@ def test_the_eighth_recording_is_read_as_replicates_of_the_pairs() -> None:
     )  # fmt: skip
     # GPU-bound: the rounds agree to 0.02 ms; the paired median is the saving
     assert ev.measured_saving(RECORDED, "tf32-vit-i8") == pytest.approx(29.96, abs=0.01)
+
+
+def test_the_thirteenth_recording_is_read_as_a_rival_session() -> None:
+    """Its rivals and the rivalled pairs' own fixes again ("<pair>-r6"), each pair with its
+    own interleaved before run: each rival is judged against the own fix of its session."""
+    recorded = ev.summary()
+    session = {r for r, (_, _, n) in rivals.RIVALS.items() if n == "r6"}
+    assert {c.pair for c in THIRTEENTH} == session
+    assert len(session) == 13
+    assert len(rivals.INTERLEAVED_SESSIONS["r6"]) == 10
+    assert set(rivals.THIRTEENTH) == session | {f"{p}-r6" for p in rivals.SOURCES["r6"]}
+    for p in rivals.THIRTEENTH:
+        assert p in ev.pairs(recorded)
+        assert ev.runs_of(p) == (f"{p}-before", f"{p}-after")  # no shared before run
+        # CUDA graphs timed one run after the other (D80), the others in alternating rounds
+        rounds = [len(recorded[k]["unprofiled"].get("rounds_ms", ())) for k in ev.runs_of(p)]
+        assert rounds == ([0, 0] if p.startswith("graphs-") else [ROUNDS, ROUNDS])
+    # rivals are held out; a rivalled pair's own fix again joins its pair's half
+    assert {ev.half_of(r) for r in session} == {"held-out"}
+    assert ev.half_of("recompute-qwen2-r6") == ev.half_of("recompute-qwen2") == "held-out"
+    assert ev.half_of("allocator-llama-r6") == ev.half_of("allocator-llama") == "tune"
+    # recompute-qwen2's verdicts come from its session: a 4x batch and CUDA graphs, measured
+    measured = {q: ev.measured_saving(recorded, q) for q in rivals.THIRTEENTH}
+    verdicts = rivals.rival_verdicts("recompute-qwen2", measured, tie_ms=3.0)
+    own = measured["recompute-qwen2-r6"]
+    assert verdicts == {
+        "small-batch": measured["batch-recompute-qwen2"] > own - 3.0,
+        "cuda-graphs": measured["graphs-recompute-qwen2"] > own - 3.0,
+    }

@@ -120,6 +120,8 @@ RETUNED = (
     # D82: the allocator calls' share of the serialization, designed on these
     "allocator-bert", "allocator-densenet", "allocator-gpt2", "allocator-gpt2-r4",
     "allocator-llama", "allocator-neox", "allocator-vit",
+    # the thirteenth's recordings of two of those workloads again (rivals.py, session r6)
+    "recompute-llama-r6", "allocator-llama-r6",
     # D83: kernel-fusion's launches (a kernel kept per reduction), designed on these
     "fusion-compile-bert", "fusion-compile-bert-sdpa", "fusion-compile-convnext",
     "fusion-compile-densenet", "fusion-compile-gpt2-124m", "fusion-compile-llama",

@@ -1,6 +1,7 @@
-"""The fourth and fifth recordings' rivals: the fixes of findings ranked above a planted one,
-each made to that pair's own "before" workload in one session, beside the pair's own fix
-again; whether a finding was right to rank above the planted one is then a measurement."""
+"""The fourth, fifth and thirteenth recordings' rivals: the fixes of findings ranked above a
+planted one, each made to that pair's own "before" workload in one session, beside the pair's
+own fix again; whether a finding was right to rank above the planted one is then a
+measurement."""
 
 from __future__ import annotations
 
@@ -36,13 +37,44 @@ SESSIONS = {  # session -> each rivalled pair's shared before run in it
         "recompute-vit": "graphs-recompute-vit-before",
     },
 }
+# The thirteenth recording (tools/validation/fresh_pairs.THIRTEENTH): the same for ten pairs of
+# the ninth to eleventh recordings, whose rivals were measured on the tuned run only, if at
+# all; interleaved, so every pair of the session has its own before run, and each rivalled
+# pair's own fix is "<pair>-r6". No CUDA graph where capture drops the planted problem (an
+# emptied cache, a batch built on the host).
+_MEMORY = "memory-headroom"
+RIVALS |= {
+    f"{rival}-{p}": (p, finding, "r6")
+    for p, rivals in {
+        "allocator-qwen2": ("batch",), "recompute-qwen2": ("batch", "graphs"),
+        "allocator-opt": ("batch",), "recompute-opt": ("batch", "graphs"),
+        "recompute-neox": ("batch",), "allocator-mixnet": ("batch",),
+        "optimizer-swin": ("batch",), "allocator-llama": ("batch",),
+        "recompute-llama": ("batch", "graphs"), "host-preprocess-llama": ("batch",),
+    }.items()
+    for rival, finding in (("batch", "small-batch"), ("graphs", "cuda-graphs"))
+    if rival in rivals
+}  # fmt: skip
+INTERLEAVED_SESSIONS = {"r6": tuple(sorted({p for p, _, n in RIVALS.values() if n == "r6"}))}
+# every session's rivalled pairs
+SOURCES = {n: tuple(befores) for n, befores in SESSIONS.items()} | INTERLEAVED_SESSIONS
+# the thirteenth recording's pairs: the rivals and the rivalled pairs' own fixes again
+THIRTEENTH = (*(r for r, (_, _, n) in RIVALS.items() if n == "r6"),
+              *(f"{p}-r6" for p in INTERLEAVED_SESSIONS["r6"]))  # fmt: skip
 PLANTED = {  # each rivalled pair's planted finding
     "optimizer-gpt2-124m": "fused-optimizer", "recompute-gpt2": "memory-headroom",
     "host-preprocess-gpt2": "gpu-starvation", "allocator-gpt2": "memory-headroom",
     "recompute-vit": "memory-headroom", "attention-bert": "fused-attention",
+    "allocator-qwen2": _MEMORY, "recompute-qwen2": _MEMORY, "allocator-opt": _MEMORY,
+    "recompute-opt": _MEMORY, "recompute-neox": _MEMORY, "allocator-mixnet": _MEMORY,
+    "optimizer-swin": "fused-optimizer", "allocator-llama": _MEMORY,
+    "recompute-llama": _MEMORY, "host-preprocess-llama": "gpu-starvation",
 }  # fmt: skip
-# pair -> (its before run, its after run, its planted finding), as evaluate.REPLICATES
-RIVAL_REPLICATES = {r: (SESSIONS[n][p], f"{r}-after", f) for r, (p, f, n) in RIVALS.items()}
+# pair -> (its before run, its after run, its planted finding), as evaluate.REPLICATES: the
+# sessions with a shared before run (an interleaved session's pairs are ordinary pairs)
+RIVAL_REPLICATES = {
+    r: (SESSIONS[n][p], f"{r}-after", f) for r, (p, f, n) in RIVALS.items() if n in SESSIONS
+}
 RIVAL_REPLICATES |= {
     f"{p}-{n}": (before, f"{p}-after-{n}", PLANTED[p])
     for n, befores in SESSIONS.items()
@@ -53,7 +85,7 @@ RIVAL_REPLICATES |= {
 def rival_halves(halves: dict[str, str]) -> dict[str, str]:
     """Rivals are held out (no rule was fitted to them); a replicate joins its pair's half."""
     return {r: "held-out" for r in RIVALS} | {
-        f"{p}-{n}": halves[p] for n, befores in SESSIONS.items() for p in befores
+        f"{p}-{n}": halves[p] for n, sources in SOURCES.items() for p in sources
     }
 
 
@@ -62,9 +94,9 @@ def session_of(pair: str) -> tuple[str, str] | None:
     replicate's ("<pair>-<session>"); None for the other pairs."""
     if pair in RIVALS:
         return RIVALS[pair][0], RIVALS[pair][2]
-    for n, befores in SESSIONS.items():
+    for n, sources in SOURCES.items():
         base = pair.removesuffix(f"-{n}")
-        if base != pair and base in befores:
+        if base != pair and base in sources:
             return base, n
     return None
 
@@ -86,8 +118,8 @@ def rival_verdicts(pair: str, measured: dict[str, float], tie_ms: float) -> dict
     empty where none was measured."""
     if pair in PLANTED:
         verdicts: dict[str, bool] = {}
-        for n, befores in SESSIONS.items():
-            if pair in befores:
+        for n, sources in SOURCES.items():
+            if pair in sources:
                 verdicts |= rival_verdicts(f"{pair}-{n}", measured, tie_ms)
         return verdicts
     found = session_of(pair)
@@ -96,7 +128,7 @@ def rival_verdicts(pair: str, measured: dict[str, float], tie_ms: float) -> dict
     source, n = found
     session = {f"{source}-{n}", *rivals_of(source, n)} - {pair}
     return {
-        RIVAL_REPLICATES[q][2]: measured[q] > measured[pair] - tie_ms
+        RIVALS[q][1] if q in RIVALS else PLANTED[source]: measured[q] > measured[pair] - tie_ms
         for q in session
         if q in measured
     }

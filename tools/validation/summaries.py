@@ -8,7 +8,7 @@ import statistics
 
 from analysis.rules.track_record import Record
 from tools.validation.evaluate import PairResult
-from tools.validation.rivals import SESSIONS, rivals_of
+from tools.validation.rivals import SOURCES, rivals_of
 
 
 def table(results: list[PairResult]) -> str:
@@ -76,11 +76,11 @@ def error_pct(r: PairResult) -> float:
 
 
 def rival_table(results: list[PairResult]) -> str:
-    """The fourth and fifth recordings' question: on each rivalled pair's shared before run of
-    a session, did the ranking put the fix that measured the larger saving above the other?"""
+    """The rival recordings' question: on each rivalled pair's before workload in a session,
+    did the ranking put the fix that measured the larger saving above the other?"""
     by = {r.pair: r for r in results}
     rows = []
-    for n, source in ((n, p) for n, befores in SESSIONS.items() for p in befores):
+    for n, source in ((n, p) for n, sources in SOURCES.items() for p in sources):
         own = by.get(f"{source}-{n}")
         for rival in rivals_of(source, n):
             other = by.get(rival)
