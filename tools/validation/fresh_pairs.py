@@ -92,7 +92,9 @@ THIRTEENTH = [
     *lm_rivals("qwen2", QWEN2, _LM_RIVALS),
     *lm_rivals("opt", OPT, _LM_RIVALS),
     *lm_rivals("neox", NEOX, (("recompute", _BATCH),)),
-    *vision_rivals("mixnet", lambda c: timm_model("mixnet_s"), (("allocator", _BATCH),)),
+    *vision_rivals(
+        "mixnet", lambda c: timm_model(dict(_ELEVENTH_TIMM)["mixnet"]), (("allocator", _BATCH),)
+    ),
     *vision_rivals("swin", swin, (("optimizer", _BATCH),)),
     *lm_rivals("llama", LLAMA, (*_LM_RIVALS, ("host-preprocess", _BATCH))),
 ]
