@@ -48,6 +48,8 @@ def main() -> None:
         print(summaries.counts(label, [r for r in results if r.pair in ids]))
     print()
     print(summaries.rival_table(results))
+    print()
+    print("\n".join(summaries.range_coverage(results)))
     for pair, why in ev.EXCLUDED.items():
         print(f"left out: {pair}: {why}")
     print()

@@ -32,6 +32,14 @@ def ranked(run_id: str) -> tuple[str, list[Recommendation], list[Behind]]:
     return basis, recs, [kernels_behind(facts, r) for r in recs]
 
 
+def likely_text(r: Recommendation) -> str:
+    """'3.9–6.2 ms': the range the saving is likely to measure (its track record), or —."""
+    if r.likely_saving_ms is None:
+        return "—"
+    low, high = r.likely_saving_ms
+    return f"{ms(low)} – {ms(high)}"
+
+
 def show_minor(minor: list[Recommendation]) -> None:
     """The findings under MINOR_PCT of the step, listed apart."""
     if not minor:
@@ -80,6 +88,7 @@ table = pd.DataFrame(
         "recommendation": [r.title for r in recs],
         "id": [r.id for r in recs],
         "saving per step": [ms(r.est_saving_ms) for r in recs],
+        "likely (measured pairs)": [likely_text(r) for r in recs],
         "% of step": [r.est_saving_pct for r in recs],
         "confidence": [r.confidence for r in recs],
     }
@@ -110,6 +119,8 @@ for i, (r, (top, first)) in enumerate(zip(recs, behind, strict=True), 1):
             delta_color="normal",
             delta_arrow="off",  # the sign says it: an arrow beside "−" read as a double minus
         )
+        if r.likely_saving_ms is not None:
+            saving.caption(f"likely {likely_text(r)}")
         # Evidence names ops and kernels (`__next__`, templates with `*`): literal text.
         st.markdown("\n".join(f"- {md(e)}" for e in r.evidence))
         st.caption(md(r.track_record, None))

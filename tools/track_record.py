@@ -15,6 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from analysis.rules.track_record import Record
 from tools.validation import evaluate as ev
 from tools.validation import summaries
 
@@ -32,8 +33,12 @@ TRACK_RECORD = {
 def main() -> None:
     workloads = ev.summary()
     facts_of = ev.scratch_store(Path(sys.argv[1]) if len(sys.argv) > 1 else None, workloads)
-    record = summaries.track_record(ev.evaluate(facts_of, workloads))
-    fields = ("pairs", "within", "held_out", "held_out_within", "median_error_pct")
+    write(summaries.track_record(ev.evaluate(facts_of, workloads)))
+
+
+def write(record: dict[str, Record]) -> None:
+    fields = ("pairs", "within", "held_out", "held_out_within", "median_error_pct",
+              "range_pairs", "range_held_out", "low_ratio", "high_ratio")  # fmt: skip
     rows = [
         f'    "{rec_id}": Record(\n'
         + "".join(f"        {f}={getattr(r, f)},\n" for f in fields)

@@ -26,7 +26,7 @@ from analysis.rules import (
 )
 from analysis.rules.catalog import CATALOG
 from analysis.rules.registry import Finding, Rule
-from analysis.rules.track_record import track_record_text
+from analysis.rules.track_record import likely_saving_ms, track_record_text
 from analysis.rules.track_record_h200 import TRACK_RECORD
 
 CONFIDENCE = ("high", "medium", "low")
@@ -53,6 +53,8 @@ class Recommendation:
     minor: bool = False  # under MINOR_PCT of the step: listed apart, not ranked
     alternative_of: str = ""  # a higher-ranked id whose fix targets the same kernels
     track_record: str = ""  # how this finding's estimates did against measured savings
+    # the range the saving is likely to measure, from the track record (None: no range)
+    likely_saving_ms: tuple[float, float] | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -69,6 +71,11 @@ class Recommendation:
             "minor": self.minor,
             "alternative_of": self.alternative_of or None,
             "track_record": self.track_record,
+            "likely_saving_ms": (
+                None
+                if self.likely_saving_ms is None
+                else [round(x, 4) for x in self.likely_saving_ms]
+            ),
         }
 
 
@@ -113,7 +120,8 @@ def recommend(facts: Facts) -> list[Recommendation]:
                 kernels=found.kernels,
                 ops=found.ops,
                 minor=pct < MINOR_PCT,
-                track_record=track_record_text(TRACK_RECORD.get(rule_id)),
+                track_record=track_record_text(TRACK_RECORD.get(rule_id), saving),
+                likely_saving_ms=likely_saving_ms(TRACK_RECORD.get(rule_id), saving),
             )
         )
     ranked = sorted(

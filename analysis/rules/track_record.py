@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analysis.text import plural
+from analysis.text import ms, plural
 
 # What "within" means, here and in the validation check (tools/validation/evaluate.py).
 WITHIN_REL = 0.35  # an estimate is right within 35 % of the measured saving…
 WITHIN_POINTS = 5.0  # …or within 5 points of the step
+# The likely range (measured over estimated saving, 10th to 90th percentile) is given only
+# for a finding raised on this many measured pairs: a decile of fewer is one pair's noise.
+MIN_RANGE_PAIRS = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,10 +28,17 @@ class Record:
     # |estimate - measured saving| in % of the saving, or of WITHIN_POINTS of the step where
     # the saving is smaller
     median_error_pct: int
+    # measured saving / estimate on the pairs that raised it (MIN_RANGE_PAIRS or more; the
+    # held-out ones where they are enough), 10th and 90th percentiles; None for fewer pairs
+    range_pairs: int = 0
+    range_held_out: bool = False
+    low_ratio: float | None = None
+    high_ratio: float | None = None
 
 
-def track_record_text(record: Record | None) -> str:
-    """One sentence on a finding's track record (None: no pair planted it)."""
+def track_record_text(record: Record | None, est_saving_ms: float) -> str:
+    """A finding's track record (None: no pair planted it) and, where the pairs give one,
+    the range its estimate of this run's saving is likely to measure."""
     if record is None:
         return "Not yet checked against a measured before/after pair."
     held = (
@@ -41,4 +51,33 @@ def track_record_text(record: Record | None) -> str:
         f"{WITHIN_REL * 100:g} % of the measured saving (or {WITHIN_POINTS:g} points of the "
         f"step) on {record.within} ({held}); median error {record.median_error_pct} % of the "
         f"saving (of {WITHIN_POINTS:g} % of the step where the saving was smaller)."
+        + _likely_range(record, est_saving_ms)
+    )
+
+
+def likely_saving_ms(record: Record | None, est_saving_ms: float) -> tuple[float, float] | None:
+    """The range this estimate is likely to measure: the estimate times the record's 10th and
+    90th percentiles of measured over estimated saving (not below 0: a noisy pair can measure
+    less than nothing); None without a range."""
+    if record is None or record.low_ratio is None or record.high_ratio is None:
+        return None
+    if est_saving_ms <= 0:
+        return None
+    return max(record.low_ratio * est_saving_ms, 0.0), record.high_ratio * est_saving_ms
+
+
+def _likely_range(record: Record, est_saving_ms: float) -> str:
+    likely = likely_saving_ms(record, est_saving_ms)
+    if likely is None:
+        return ""
+    pairs = (
+        "held out from tuning that raised it"
+        if record.range_held_out
+        else "that raised it (tuned and held out)"
+    )
+    return (
+        f" On the {record.range_pairs} pairs {pairs}, "
+        f"the measured saving was {record.low_ratio:.2f}–{record.high_ratio:.2f}× the "
+        f"estimate (10th to 90th percentile), so this run's {ms(est_saving_ms)} is likely to "
+        f"measure {ms(likely[0])} to {ms(likely[1])}."
     )

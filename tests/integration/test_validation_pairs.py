@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis.rules.track_record import MIN_RANGE_PAIRS
 from analysis.rules.track_record_h200 import TRACK_RECORD
 from tools.validation import evaluate as ev
 from tools.validation import summaries
@@ -293,3 +294,41 @@ def test_the_track_record_the_recommendations_show_is_the_rules_current_one(
     results: a rule change that moves an estimate makes it stale until it is written again."""
     assert summaries.track_record(list(results.values())) == TRACK_RECORD
     assert sum(r.pairs for r in TRACK_RECORD.values()) == len(PAIRS)
+
+
+def test_each_likely_range_holds_most_of_its_pairs(results: dict[str, ev.PairResult]) -> None:
+    """The range a recommendation shows (measured over estimated saving, 10th to 90th
+    percentile) is given for the findings raised on MIN_RANGE_PAIRS pairs or more (held out
+    from tuning where they are enough), and holds about 80 % of their measured savings."""
+    ranged = {k: r for k, r in TRACK_RECORD.items() if r.low_ratio is not None}
+    assert {"small-batch", "cuda-graphs", "memory-headroom", "kernel-fusion"} <= set(ranged)
+    for rec_id, record in TRACK_RECORD.items():
+        raised = [
+            r.measured_ms / r.est_ms
+            for r in results.values()
+            if r.planted == rec_id
+            and r.est_ms
+            and r.est_ms > 0
+            and (r.half == "held-out" or not record.range_held_out)
+        ]
+        if rec_id not in ranged:
+            assert len(raised) < MIN_RANGE_PAIRS, rec_id
+            continue
+        assert record.range_pairs == len(raised) >= MIN_RANGE_PAIRS
+        assert record.low_ratio is not None
+        assert record.high_ratio is not None
+        inside = [x for x in raised if record.low_ratio - 0.005 <= x <= record.high_ratio + 0.005]
+        assert len(inside) >= 0.7 * len(raised), (rec_id, sorted(raised))
+
+
+def test_a_pair_and_its_replicates_share_a_model_family() -> None:
+    """The likely ranges' check leaves one model out at a time (summaries.range_coverage):
+    a replicate (`-r4`) or a rival (`batch-recompute-llama`) must fall in its source's family."""
+    families = {p: summaries.model_family(p) for p in PAIRS}
+    assert families["batch-recompute-llama"] == families["recompute-llama-r6"] == "llama"
+    assert families["fusion-compile-gpt2-124m"] == families["optimizer-gpt2-r2"] == "gpt2"
+    for pair, family in families.items():
+        assert family in pair.split("-"), pair
+        source = ev.base_pair(pair).rsplit("-r", 1)[0]
+        if source in families:
+            assert families[source] == family, pair

@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 from analysis.facts import gather
 from analysis.rules.recommend import recommend
 from analysis.rules.track_record_h200 import TRACK_RECORD
+from analysis.text import ms
 from collectors.calibrate import main as calibrate
 from collectors.ingest import ingest
 from data.store import Store
@@ -55,9 +56,31 @@ def test_cards_follow_the_ranking(store_dir: Path) -> None:
     for r in recs:
         assert r.track_record in captions
     record = TRACK_RECORD["fused-optimizer"]
-    assert f"Checked on {record.pairs} measured before/after pairs" in next(
-        r.track_record for r in recs if r.id == "fused-optimizer"
+    optimizer = next(r for r in recs if r.id == "fused-optimizer")
+    assert f"Checked on {record.pairs} measured before/after pairs" in optimizer.track_record
+    # …and, from those pairs' measured savings, the range this card's estimate is likely in.
+    assert record.low_ratio is not None
+    assert record.high_ratio is not None
+    est = optimizer.est_saving_ms
+    text = optimizer.track_record
+    assert f"{record.low_ratio:.2f}–{record.high_ratio:.2f}× the estimate" in text
+    assert (
+        f"so this run's {ms(est)} is likely to measure {ms(max(record.low_ratio, 0) * est)} "
+        f"to {ms(record.high_ratio * est)}."
+    ) in text
+    assert optimizer.likely_saving_ms == (
+        max(record.low_ratio, 0) * est,
+        record.high_ratio * est,
     )
+    # The ranking's table and each card give that range too; a finding without one, a dash.
+    ranked = next(d.value for d in at.dataframe if "likely (measured pairs)" in d.value.columns)
+    assert list(ranked["id"]) == [r.id for r in recs]
+    for r, shown_range in zip(recs, ranked["likely (measured pairs)"], strict=True):
+        low_high = r.likely_saving_ms
+        assert shown_range == (
+            "—" if low_high is None else f"{ms(low_high[0])} – {ms(low_high[1])}"
+        )
+    assert f"likely {ms(optimizer.likely_saving_ms[0])} – " in " ".join(captions)
     listed = next(d.value for d in at.dataframe if "recommendation" in d.value.columns
                   and set(d.value["id"]) == {r.id for r in minor})  # fmt: skip
     assert len(listed) == len(minor)

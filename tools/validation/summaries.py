@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import statistics
 
-from analysis.rules.track_record import Record
+from analysis.rules.track_record import MIN_RANGE_PAIRS, Record
 from tools.validation.evaluate import PairResult
 from tools.validation.rivals import SOURCES, rivals_of
 
@@ -58,14 +58,72 @@ def track_record(results: list[PairResult]) -> dict[str, Record]:
         rows = [r for r in results if r.planted == rec_id]
         held = [r for r in rows if r.half == "held-out"]
         errors = [error_pct(r) for r in rows]
+        basis, held_basis, deciles = likely_deciles(rows)
         out[rec_id] = Record(
             pairs=len(rows),
             within=sum(r.within for r in rows),
             held_out=len(held),
             held_out_within=sum(r.within for r in held),
             median_error_pct=round(statistics.median(errors)),
+            range_pairs=len(basis) if deciles else 0,
+            range_held_out=held_basis and deciles is not None,
+            low_ratio=round(deciles[0], 2) if deciles else None,
+            high_ratio=round(deciles[-1], 2) if deciles else None,
         )
     return out
+
+
+def likely_deciles(
+    rows: list[PairResult],
+) -> tuple[list[PairResult], bool, list[float] | None]:
+    """The pairs a finding's likely range comes from (those that raised it: held out from
+    tuning where MIN_RANGE_PAIRS of them did, else all), whether they are the held-out ones,
+    and the deciles of measured over estimated saving on them (None: too few pairs)."""
+    raised = [r for r in rows if r.est_ms and r.est_ms > 0]
+    held = [r for r in raised if r.half == "held-out"]
+    basis = held if len(held) >= MIN_RANGE_PAIRS else raised
+    if len(basis) < MIN_RANGE_PAIRS:
+        return basis, False, None
+    ratios = [r.measured_ms / (r.est_ms or 1.0) for r in basis]
+    return basis, basis is held, statistics.quantiles(ratios, n=10, method="inclusive")
+
+
+# The words of the pairs' names that say the change, not the model (`batch-recompute-llama`).
+_CHANGE_WORDS = frozenset({
+    "alignment", "allocator", "attention", "batch", "batching", "bound", "compile",
+    "cudagraph", "dataloader", "decode", "fusion", "graphs", "host", "launch", "layout",
+    "optimizer", "pageable", "precision", "preprocess", "recompute", "sync", "tf32",
+})  # fmt: skip
+
+
+def model_family(pair: str) -> str:
+    """The model a pair ran, by family: `fusion-compile-gpt2-124m` -> gpt2."""
+    return next((w for w in pair.split("-") if w not in _CHANGE_WORDS), pair)
+
+
+def range_coverage(results: list[PairResult]) -> list[str]:
+    """The likely ranges judged on models they were not computed from: for each pair that
+    raised a finding, the range from the other models' pairs alone (the same choice of pairs
+    as likely_deciles), and whether the pair's measured saving fell inside. One line per
+    finding with a range; about 80 % inside is a range that holds."""
+    lines = []
+    for rec_id in sorted({r.planted for r in results}):
+        rows = [r for r in results if r.planted == rec_id]
+        if likely_deciles(rows)[2] is None:
+            continue
+        inside, judged = 0, 0
+        for r in (r for r in rows if r.est_ms and r.est_ms > 0):
+            others = [x for x in rows if model_family(x.pair) != model_family(r.pair)]
+            deciles = likely_deciles(others)[2]
+            if deciles is None:
+                continue
+            judged += 1
+            inside += deciles[0] <= r.measured_ms / (r.est_ms or 1.0) <= deciles[-1]
+        lines.append(
+            f"likely range, {rec_id}: the measured saving inside the range from the other "
+            f"models' pairs on {inside} of {judged} pairs"
+        )
+    return lines
 
 
 def error_pct(r: PairResult) -> float:
