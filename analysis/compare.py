@@ -49,6 +49,7 @@ from analysis.compare_deltas import (
     REC_STATUSES,
     class_deltas,
     class_time,
+    gone_note,
     metric_deltas,
     recommendation_diff,
     step_windows,
@@ -63,7 +64,7 @@ from data.cli import CommandParser, add_json_flag, cli_output, parse_command
 # Re-exported: the comparison's frames are described by these (tests, callers).
 __all__ = [
     "CLASS_COLUMNS", "METRIC_COLUMNS", "REC_COLUMNS", "Comparison", "Side", "compare",
-    "compare_runs", "compare_sides", "recommendation_diff", "run_side", "side_of",
+    "compare_runs", "compare_sides", "gone_note", "recommendation_diff", "run_side", "side_of",
     "to_markdown",
 ]  # fmt: skip
 

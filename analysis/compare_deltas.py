@@ -37,6 +37,9 @@ REC_COLUMNS = [
     "after_saving_pct",
     "before_saving_ms",
     "after_saving_ms",
+    # the range the before run's saving was likely to measure (its track record, D85)
+    "before_likely_low_ms",
+    "before_likely_high_ms",
     "confidence",
 ]
 REC_STATUSES = ("gone", "unseen", "new", "kept")
@@ -179,14 +182,45 @@ def recommendation_diff(before: dict[str, Any], after: dict[str, Any]) -> pd.Dat
             rows.append(
                 [rid, rec.get("title"), status, rb, ra,
                  rec_b.get("est_saving_pct"), rec_a.get("est_saving_pct"),
-                 rec_b.get("est_saving_ms"), rec_a.get("est_saving_ms"), rec.get("confidence")]
+                 rec_b.get("est_saving_ms"), rec_a.get("est_saving_ms"), *_likely(rec_b),
+                 rec.get("confidence")]
             )  # fmt: skip
     out = pd.DataFrame(rows, columns=REC_COLUMNS)
     for c in ("before_rank", "after_rank"):
         out[c] = out[c].astype("Int64")
-    for c in ("before_saving_pct", "after_saving_pct", "before_saving_ms", "after_saving_ms"):
+    for c in REC_COLUMNS[5:-1]:  # the savings and the likely range, ms or %
         out[c] = out[c].astype(float)
     return out
+
+
+def _likely(rec: dict[str, Any]) -> tuple[float | None, float | None]:
+    """A recommendation's likely_saving_ms as (low, high); (None, None) without one, or from
+    a report written before it had the key."""
+    likely = rec.get("likely_saving_ms")
+    if isinstance(likely, list | tuple) and len(likely) == 2:
+        low, high = likely
+        if isinstance(low, int | float) and isinstance(high, int | float):
+            return float(low), float(high)
+    return None, None
+
+
+def gone_note(metrics: pd.DataFrame) -> str:
+    """What the "gone" findings' columns mean, and the unprofiled step's measured change to
+    hold them against (when both runs have one)."""
+    text = (
+        "Findings the after run no longer raises: the saving the before run estimated and the "
+        "range it was likely to measure (its track record on the measured H200 pairs)."
+    )
+    row = metrics[metrics["metric"] == "unprofiled_step_ms"]
+    if row.empty:
+        return text
+    before, after = float(row["before"].iloc[0]), float(row["after"].iloc[0])
+    if math.isnan(before) or math.isnan(after):
+        return text
+    return text + (
+        f" Without the profiler the step went {_fmt(before)} -> {_fmt(after)} ms: "
+        f"{_fmt(before - after)} ms per step saved by every change between the runs together."
+    )
 
 
 def _fmt(v: float) -> str:

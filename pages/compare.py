@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from analysis.comparability import default_pair
-from analysis.compare import Side, compare_sides, side_of
+from analysis.compare import Side, compare_sides, gone_note, side_of
 from analysis.figures.compare import class_bars
 from data.errors import DashError
 from pages._chart import show_chart
@@ -168,11 +168,14 @@ TITLES = {
     "new": "New",
     "kept": "Kept",
 }
+LIKELY = {"before_likely_low_ms": "likely from (ms/step)", "before_likely_high_ms": "likely to"}
 for status, title in TITLES.items():
     columns = ["id", "title"]
     columns += [
         f"{which}_{what}" for what in ("rank", "saving_pct", "saving_ms") for which in SIDES[status]
     ]
+    if status == "gone":
+        columns += list(LIKELY)
     part = recs.loc[recs["status"] == status, [*columns, "confidence"]]
     if part.empty and status == "unseen":
         continue
@@ -180,6 +183,8 @@ for status, title in TITLES.items():
     if part.empty:
         st.caption("none")
         continue
+    if status == "gone":
+        st.caption(gone_note(c.metrics))
     st.dataframe(
         part,
         hide_index=True,
@@ -189,7 +194,8 @@ for status, title in TITLES.items():
             "title": st.column_config.TextColumn("recommendation"),
             **{
                 col: st.column_config.NumberColumn(
-                    col.replace("_saving_pct", " saving (% of step)")
+                    LIKELY.get(col)
+                    or col.replace("_saving_pct", " saving (% of step)")
                     .replace("_saving_ms", " saving (ms/step)")
                     .replace("_rank", " rank"),
                     format="%d" if col.endswith("_rank") else "%.2f",

@@ -209,6 +209,23 @@ def test_recommendation_diff_by_id() -> None:
     assert pd.isna(d.loc["cuda-graphs", "after_saving_ms"])
 
 
+def test_a_gone_finding_keeps_its_likely_range_and_bad_ranges_are_none() -> None:
+    def rec(rid: str, likely: object) -> dict[str, Any]:
+        return {"id": rid, "title": rid, "est_saving_pct": 10.0, "est_saving_ms": 2.0,
+                "confidence": "high", "likely_saving_ms": likely}  # fmt: skip
+
+    recs = [rec("cuda-graphs", [1.5, 2.5]), rec("host-sync", "1-2"),
+            rec("small-batch", [1.0, None]), rec("kernel-fusion", None)]  # fmt: skip
+    before = {"recommendations": recs}
+    d = recommendation_diff(before, {"recommendations": []}).set_index("id")
+    assert (
+        d.loc["cuda-graphs", "before_likely_low_ms"],
+        d.loc["cuda-graphs", "before_likely_high_ms"],
+    ) == (1.5, 2.5)
+    for rid in ("host-sync", "small-batch", "kernel-fusion"):
+        assert d.loc[rid, ["before_likely_low_ms", "before_likely_high_ms"]].isna().all(), rid
+
+
 def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return run_module("analysis.compare", *args)
 

@@ -15,7 +15,7 @@ from helpers.pages import chart_specs, dashboard_store, open_page, shown
 from helpers.paths import REPO, TEST_DATA, fixture
 from streamlit.testing.v1 import AppTest
 
-from analysis.compare import Comparison, compare_runs
+from analysis.compare import Comparison, compare_runs, gone_note, run_side
 from analysis.metrics import COMPARE_METRICS
 from analysis.specs import match_spec
 from collectors.ingest import ingest
@@ -130,7 +130,18 @@ def test_the_decode_pair_classes_and_recommendations(runs: dict[str, str]) -> No
     after_y = np.frombuffer(base64.b64decode(after_y["bdata"]), dtype=after_y["dtype"])
     assert list(after_y) == pytest.approx(list(c.classes["after_ms_per_step"]))
     assert len(at.dataframe[1].value) == len(COMPARE_METRICS)
-    assert "cuda-graphs" in set(at.dataframe[2].value["id"])  # gone
+    gone = at.dataframe[2].value.set_index("id")
+    # The after run captured the graph; the before run's report promised its saving within a
+    # range (the track record), shown beside the step's measured change.
+    report, _ = run_side(Store(runs["store"]), runs["decode"])
+    promised = next(r for r in report["recommendations"] if r["id"] == "cuda-graphs")
+    low, high = promised["likely_saving_ms"]
+    assert low < promised["est_saving_ms"] < high
+    graphs = gone.loc["cuda-graphs"]
+    assert (graphs["before_likely_low_ms"], graphs["before_likely_high_ms"]) == (low, high)
+    note = gone_note(c.metrics)
+    assert "ms per step saved by every change between the runs together" in note
+    assert note in shown_all(at.caption)
 
 
 def test_page_with_one_run_says_what_to_do(tmp_path: Path) -> None:
