@@ -13,6 +13,7 @@ from analysis.kernel_classes import KERNEL_CLASSES, classify
 from analysis.metrics import COMPARE_METRICS
 from analysis.metrics import METRICS as LABELS
 from analysis.rules.catalog import NEEDS_SHAPES
+from analysis.rules.recommend import likely_of
 
 # Modelled FLOPs and bytes: comparable only when both runs model about the same share of time
 # (kernels replayed by a CUDA graph have no op shapes, so decode_b1_cudagraph models 0.2 %).
@@ -182,26 +183,16 @@ def recommendation_diff(before: dict[str, Any], after: dict[str, Any]) -> pd.Dat
             rows.append(
                 [rid, rec.get("title"), status, rb, ra,
                  rec_b.get("est_saving_pct"), rec_a.get("est_saving_pct"),
-                 rec_b.get("est_saving_ms"), rec_a.get("est_saving_ms"), *_likely(rec_b),
-                 rec.get("confidence")]
+                 rec_b.get("est_saving_ms"), rec_a.get("est_saving_ms"),
+                 *(likely_of(rec_b) or (None, None)), rec.get("confidence")]
             )  # fmt: skip
     out = pd.DataFrame(rows, columns=REC_COLUMNS)
     for c in ("before_rank", "after_rank"):
         out[c] = out[c].astype("Int64")
-    for c in REC_COLUMNS[5:-1]:  # the savings and the likely range, ms or %
-        out[c] = out[c].astype(float)
+    for c in REC_COLUMNS:
+        if c.endswith(("_pct", "_ms")):  # the savings and the likely range
+            out[c] = out[c].astype(float)
     return out
-
-
-def _likely(rec: dict[str, Any]) -> tuple[float | None, float | None]:
-    """A recommendation's likely_saving_ms as (low, high); (None, None) without one, or from
-    a report written before it had the key."""
-    likely = rec.get("likely_saving_ms")
-    if isinstance(likely, list | tuple) and len(likely) == 2:
-        low, high = likely
-        if isinstance(low, int | float) and isinstance(high, int | float):
-            return float(low), float(high)
-    return None, None
 
 
 def gone_note(metrics: pd.DataFrame) -> str:

@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 from analysis.host_regions import REGION_NOTE
 from analysis.metrics import METRICS, REPORT_METRICS
 from analysis.rank_sample import sample_text
-from analysis.rules.recommend import MINOR_PCT
+from analysis.rules.recommend import MINOR_PCT, likely_of
 from analysis.step_model import BASIS
 from analysis.text import clip, fmt, fmt_sig, plural
 
@@ -213,12 +213,8 @@ def recommendations(doc: dict[str, Any]) -> list[dict[str, Any]]:
 def saving_text(rec: dict[str, Any]) -> str:
     """'saves about 12.3 % of the step (4.56 ms per step; likely 3.90–6.21 ms) · high
     confidence', and the fix it is an alternative to."""
-    likely = rec.get("likely_saving_ms")
-    within = (
-        f"; likely {fmt(likely[0])}–{fmt(likely[1])} ms"
-        if isinstance(likely, list | tuple) and len(likely) == 2
-        else ""
-    )
+    likely = likely_of(rec)
+    within = "" if likely is None else f"; likely {fmt(likely[0])}–{fmt(likely[1])} ms"
     text = (
         f"saves about {fmt(rec.get('est_saving_pct'), 1)} % of the step "
         f"({fmt(rec.get('est_saving_ms'))} ms per step{within}) · "

@@ -79,6 +79,17 @@ class Recommendation:
         }
 
 
+def likely_of(rec: dict[str, Any]) -> tuple[float, float] | None:
+    """A recommendation's likely_saving_ms as a report holds it (as_json), as (low, high);
+    None without one, in a report written before it had the key, or malformed."""
+    likely = rec.get("likely_saving_ms")
+    if isinstance(likely, list | tuple) and len(likely) == 2:
+        low, high = likely
+        if isinstance(low, int | float) and isinstance(high, int | float):
+            return float(low), float(high)
+    return None
+
+
 def saving_of(found: Finding, facts: Facts) -> float:
     """A finding's saving per step, in ms of the step run without the profiler when the run
     has ProfilerSteps (never more than the step), else on the trace's timeline."""
@@ -105,7 +116,7 @@ def recommend(facts: Facts) -> list[Recommendation]:
         # step does not wait for (GPU time under a host-bound step) is listed as minor.
         if saving <= 0 and found.gpu_ms + found.host_ms + found.serial_ms <= 0:
             continue
-        entry = CATALOG[rule_id]
+        entry, record = CATALOG[rule_id], TRACK_RECORD.get(rule_id)
         pct = 100.0 * saving / step if step else 0.0
         out.append(
             Recommendation(
@@ -120,8 +131,8 @@ def recommend(facts: Facts) -> list[Recommendation]:
                 kernels=found.kernels,
                 ops=found.ops,
                 minor=pct < MINOR_PCT,
-                track_record=track_record_text(TRACK_RECORD.get(rule_id), saving),
-                likely_saving_ms=likely_saving_ms(TRACK_RECORD.get(rule_id), saving),
+                track_record=track_record_text(record, saving),
+                likely_saving_ms=likely_saving_ms(record, saving),
             )
         )
     ranked = sorted(

@@ -23,6 +23,7 @@ from analysis.compare import (
     to_markdown,
 )
 from analysis.metrics import COMPARE_METRICS
+from analysis.report.sections import saving_text
 from data.store import Store
 
 
@@ -224,6 +225,10 @@ def test_a_gone_finding_keeps_its_likely_range_and_bad_ranges_are_none() -> None
     ) == (1.5, 2.5)
     for rid in ("host-sync", "small-batch", "kernel-fusion"):
         assert d.loc[rid, ["before_likely_low_ms", "before_likely_high_ms"]].isna().all(), rid
+    # The reports read the range the same way: a malformed one is left out, not an error.
+    assert "(2.00 ms per step; likely 1.50–2.50 ms)" in saving_text(recs[0])
+    for bad in recs[1:]:
+        assert "(2.00 ms per step) ·" in saving_text(bad)
 
 
 def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:

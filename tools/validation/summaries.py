@@ -66,7 +66,7 @@ def track_record(results: list[PairResult]) -> dict[str, Record]:
             held_out_within=sum(r.within for r in held),
             median_error_pct=round(statistics.median(errors)),
             range_pairs=len(basis) if deciles else 0,
-            range_held_out=held_basis and deciles is not None,
+            range_held_out=held_basis,  # False without a range
             low_ratio=round(deciles[0], 2) if deciles else None,
             high_ratio=round(deciles[-1], 2) if deciles else None,
         )
