@@ -73,9 +73,9 @@ def test_cards_follow_the_ranking(store_dir: Path) -> None:
         record.high_ratio * est,
     )
     # The ranking's table and each card give that range too; a finding without one, a dash.
-    ranked = next(d.value for d in at.dataframe if "likely (measured pairs)" in d.value.columns)
+    ranked = next(d.value for d in at.dataframe if "likely" in d.value.columns)
     assert list(ranked["id"]) == [r.id for r in recs]
-    for r, shown_range in zip(recs, ranked["likely (measured pairs)"], strict=True):
+    for r, shown_range in zip(recs, ranked["likely"], strict=True):
         low_high = r.likely_saving_ms
         assert shown_range == (
             "—" if low_high is None else f"{ms(low_high[0])} – {ms(low_high[1])}"
