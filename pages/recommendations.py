@@ -100,7 +100,8 @@ st.dataframe(
     column_config={
         "saving": st.column_config.TextColumn(help="Per step, without the profiler"),
         "likely": st.column_config.TextColumn(
-            help="10th-90th percentile of what this finding's H200 before/after pairs measured"
+            help="This saving times the 10th-90th percentile of measured / estimated saving "
+            "on this finding's H200 before/after pairs"
         ),
         "% of step": st.column_config.ProgressColumn(format="%.1f %%", min_value=0, max_value=100),
     },
