@@ -194,7 +194,8 @@ _RULES = (
         "forward ops on the autograd threads) while most of the device memory is free",
         "serialization (cudaFree synchronises the device): the step's time beyond max(GPU, "
         "host), its share of the step's waiting that the allocator calls account for (without "
-        "ProfilerSteps, the GPU idle during them); recomputation: the GPU time of the kernels "
+        "ProfilerSteps, the GPU idle during them), and at least the calls' own host time; "
+        "recomputation: the GPU time of the kernels "
         "it launches and its host time without the profiler",
         "# keep the cache: drop torch.cuda.empty_cache() from the loop, unset\n"
         "# PYTORCH_NO_CUDA_MEMORY_CACHING, and against fragmentation:\n"

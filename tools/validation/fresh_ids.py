@@ -39,6 +39,13 @@ TWELFTH = (
     "fusion-compile-convnext-t", "batch-ghostnet-b512", "graphs-ghostnet",
     "fusion-compile-ghostnet", "batch-mixnet-b512", "graphs-mixnet", "fusion-compile-mixnet",
 )  # fmt: skip
+# The fourteenth (fresh_pairs.FOURTEENTH): the allocator pair on ten workloads no allocator
+# pair had, one pair per model, recorded to judge D86.
+FOURTEENTH = (
+    "allocator-resnet34", "allocator-efficientnet-b0", "allocator-deit-s", "allocator-regnetx",
+    "allocator-convnext-n", "allocator-mobilenet", "allocator-resnext", "allocator-llama-s",
+    "allocator-opt-s", "allocator-neox-s",
+)  # fmt: skip
 FRESH_GROUPS = (
     ("precision-llama", "attention-llama", "optimizer-llama", "fusion-compile-llama",
      "recompute-llama", "allocator-llama", "host-sync-llama", "host-preprocess-llama",
@@ -47,7 +54,8 @@ FRESH_GROUPS = (
      "graphs-swin"),
     ("layout-regnety", "precision-regnety", "pageable-regnety", "batch-regnety-b512",
      "graphs-regnety"),
-    ("layout-mobilenet", "fusion-compile-mobilenet", "batch-mobilenet-b512", "graphs-mobilenet"),
+    ("layout-mobilenet", "fusion-compile-mobilenet", "batch-mobilenet-b512", "graphs-mobilenet",
+     "allocator-mobilenet"),  # the fourteenth's allocator pair on the same model and batch
     # the tenth's, written before its results were read
     ("precision-neox", "attention-neox", "optimizer-neox", "fusion-compile-neox",
      "recompute-neox", "allocator-neox", "host-sync-neox", "host-preprocess-neox",

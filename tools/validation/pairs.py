@@ -11,7 +11,14 @@ from tools.validation.changes import (
     variant,
 )
 from tools.validation.decode import HFDecoder, decode
-from tools.validation.fresh_pairs import ELEVENTH, FRESH, TENTH, THIRTEENTH, TWELFTH
+from tools.validation.fresh_pairs import (
+    ELEVENTH,
+    FOURTEENTH,
+    FRESH,
+    TENTH,
+    THIRTEENTH,
+    TWELFTH,
+)
 from tools.validation.language_models import (
     BERT_BASE,
     BERT_SMALL_B64,
@@ -270,7 +277,7 @@ PAIRS += [
           lambda c: vision_train(c, timm_model(CONVNEXT), c.pick(128, 2), checkpointed=True),
           lambda c: vision_train(c, timm_model(CONVNEXT), c.pick(512, 4), checkpointed=True)),
 ]  # fmt: skip
-PAIRS += FRESH + TENTH + ELEVENTH + TWELFTH + THIRTEENTH
+PAIRS += FRESH + TENTH + ELEVENTH + TWELFTH + THIRTEENTH + FOURTEENTH
 FLAGGED = ("precision-gpt2", "attention-gpt2", "optimizer-gpt2", "layout-resnet50")
 CASES = [
     *PAIRS,
