@@ -119,7 +119,7 @@ OVERHEAD_HALVES = dict(HALVES)
 # Held-out pairs a rule's estimate was later designed on move to the tune half for the rules'
 # checks (D65: checkpointing's host time from recompute-vit's traces); the sixth recording
 # holds new pairs out for it, the tenth for D81's, the eleventh for D81's and D82's, the
-# twelfth's torch.compile pairs for D83's, the fourteenth for D86's.
+# twelfth's torch.compile pairs for D83's, the fourteenth (defined, not yet recorded) for D86's.
 RETUNED = (
     "recompute-vit", "recompute-vit-r4", "recompute-vit-r5",
     # D81: host-sync's bound on host-bound steps, channels-last's depthwise kernels

@@ -40,7 +40,7 @@ TWELFTH = (
     "fusion-compile-ghostnet", "batch-mixnet-b512", "graphs-mixnet", "fusion-compile-mixnet",
 )  # fmt: skip
 # The fourteenth (fresh_pairs.FOURTEENTH): the allocator pair on ten workloads no allocator
-# pair had, one pair per model, recorded to judge D86.
+# pair had, one pair per model, to judge D86 once recorded (none of its runs is in the data yet).
 FOURTEENTH = (
     "allocator-resnet34", "allocator-efficientnet-b0", "allocator-deit-s", "allocator-regnetx",
     "allocator-convnext-n", "allocator-mobilenet", "allocator-resnext", "allocator-llama-s",
