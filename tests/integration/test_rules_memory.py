@@ -83,6 +83,20 @@ def test_checkpointing_costs_its_recomputation_and_its_own_python(name: str, blo
     assert "checkpoints' own Python" in found.evidence[0]
 
 
+def test_numbered_forward_ops_with_no_checkpoint_around_them_are_not_recomputation() -> None:
+    # timm GhostNet does not checkpoint, yet its backward pass runs 16 numbered forward ops a
+    # step; no node unpacks them and no checkpoint entered them (the raw JSON has no marker).
+    path = VALIDATION / "allocator-ghostnet-before.pt.trace.json.gz"
+    facts = sample_facts(path.name, VALIDATION)
+    assert raw_checkpointing(path).markers == 0
+    assert int(facts.host.recomputed["ops"].sum()) == 32
+    assert facts.host.recomputed["host_ns"].sum() == 0
+    found = fire(facts, "memory-headroom")  # raised for its empty_cache() calls alone
+    assert found is not None
+    assert "allocator calls" in found.evidence[0]
+    assert not any("checkpointing" in e for e in found.evidence)
+
+
 @pytest.mark.parametrize(
     "label",
     [
