@@ -20,7 +20,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analysis.rules import memory
 from analysis.rules.catalog import CATALOG
-from analysis.rules.track_record import WITHIN_POINTS, WITHIN_REL
 from tools.validation import evaluate as ev
 
 FACTORS = [round(1.0 + 0.1 * i, 1) for i in range(11)]
@@ -32,14 +31,15 @@ def main() -> None:
     current = CATALOG["memory-headroom"].thresholds["checkpoint_host_factor"]
     rows = []
     for pair in ev.pairs(workloads):
-        facts = facts_of(ev.runs_of(pair)[0])
-        if ev.planted_of(workloads, pair) != "memory-headroom" or facts.host.recomputed.empty:
+        if ev.planted_of(workloads, pair) != "memory-headroom":
             continue
+        before = ev.runs_of(pair)[0]
+        facts = facts_of(before)
         found, model = memory._recompute(facts, 0.0), facts.step_model
-        if found is None or model is None:
+        if found is None or model is None:  # an allocator pair: no checkpointing
             continue
         measured = ev.measured_saving(workloads, pair)
-        tolerance = max(WITHIN_REL * abs(measured), WITHIN_POINTS / 100 * model.unprofiled_ms)
+        tolerance = ev.tolerance_ms(measured, ev.unprofiled_ms(workloads[before]))
         rows.append((pair, ev.half_of(pair), model, found.gpu_ms, found.host_ms / current,
                      measured, tolerance))  # fmt: skip
     table: dict[float, dict[str, tuple[int, int, float]]] = {}

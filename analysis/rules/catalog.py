@@ -196,8 +196,8 @@ _RULES = (
         "host), its share of the step's waiting that the allocator calls account for (without "
         "ProfilerSteps, the GPU idle during them), and at least the calls' own host time; "
         "recomputation: the GPU time of the kernels "
-        "it launches and its host time without the profiler, 1.4× (the checkpointed "
-        "forward's ops run slower under the saved-tensor hooks)",
+        "it launches and its host time without the profiler × `checkpoint_host_factor` (the "
+        "checkpointed forward's ops run slower under the saved-tensor hooks)",
         "# keep the cache: drop torch.cuda.empty_cache() from the loop, unset\n"
         "# PYTORCH_NO_CUDA_MEMORY_CACHING, and against fragmentation:\n"
         "os.environ['PYTORCH_CUDA_ALLOC_CONF'] = 'expandable_segments:True'\n"

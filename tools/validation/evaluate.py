@@ -150,6 +150,12 @@ RIVAL_GROUPS = tuple(
 )
 
 
+def tolerance_ms(measured_ms: float, step_ms: float) -> float:
+    """How far an estimate may be from the measured saving and count as within: WITHIN_REL of
+    the saving, or WITHIN_POINTS of the step for a small saving."""
+    return max(WITHIN_REL * abs(measured_ms), WITHIN_POINTS / 100 * step_ms)
+
+
 def base_pair(pair: str) -> str:
     """The pair an interleaved recording (PAIR-i8) is of; itself for the others."""
     return pair.removesuffix(INTERLEAVED)
@@ -189,7 +195,7 @@ class PairResult:
 
     @property
     def tolerance_ms(self) -> float:
-        return max(WITHIN_REL * abs(self.measured_ms), self.points_ms)
+        return tolerance_ms(self.measured_ms, self.step_ms)
 
     @property
     def miss_ms(self) -> float:
