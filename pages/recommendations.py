@@ -40,6 +40,12 @@ def likely_text(r: Recommendation) -> str:
     return f"{ms(low)} – {ms(high)}"
 
 
+def close_ranks(r: Recommendation, ranked: list[Recommendation]) -> str:
+    """'#1, #2': the ranks of the findings above `r` whose likely savings overlap its own."""
+    ids = [x.id for x in ranked]
+    return ", ".join(f"#{ids.index(i) + 1}" for i in r.close_to if i in ids)
+
+
 def show_minor(minor: list[Recommendation]) -> None:
     """The findings under MINOR_PCT of the step, listed apart."""
     if not minor:
@@ -91,6 +97,7 @@ table = pd.DataFrame(
         "likely": [likely_text(r) for r in recs],
         "% of step": [r.est_saving_pct for r in recs],
         "confidence": [r.confidence for r in recs],
+        "close call with": [close_ranks(r, recs) for r in recs],
     }
 )
 st.dataframe(
@@ -104,6 +111,10 @@ st.dataframe(
             "on this finding's H200 before/after pairs"
         ),
         "% of step": st.column_config.ProgressColumn(format="%.1f %%", min_value=0, max_value=100),
+        "close call with": st.column_config.TextColumn(
+            help="Higher-ranked findings whose likely savings overlap this one's: which of "
+            "them saves more is uncertain"
+        ),
     },
 )
 
@@ -130,6 +141,8 @@ for i, (r, (top, first)) in enumerate(zip(recs, behind, strict=True), 1):
         # Evidence names ops and kernels (`__next__`, templates with `*`): literal text.
         st.markdown("\n".join(f"- {md(e)}" for e in r.evidence))
         st.caption(md(r.track_record, None))
+        if r.close_call:
+            st.info(md(r.close_call, None), icon=":material/balance:")
         with st.expander("Why this saving"):
             st.markdown(md(r.why, None))
             st.caption(

@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from analysis.rules.track_record import Record
+from analysis.rules.track_record import OrderRecord, Record
 from tools.validation import evaluate as ev
 from tools.validation import summaries
 
@@ -24,7 +24,7 @@ HEAD = '''"""The track record of each recommendation on the H200 validation pair
 (analysis/rules/track_record.py). Written by `python3 tools/track_record.py` from the rules'
 results on tests/data/validation_h200: not edited by hand."""
 
-from analysis.rules.track_record import Record
+from analysis.rules.track_record import OrderRecord, Record
 
 TRACK_RECORD = {
 '''
@@ -33,10 +33,12 @@ TRACK_RECORD = {
 def main() -> None:
     workloads = ev.summary()
     facts_of = ev.scratch_store(Path(sys.argv[1]) if len(sys.argv) > 1 else None, workloads)
-    write(summaries.track_record(ev.evaluate(facts_of, workloads)))
+    results = ev.evaluate(facts_of, workloads)
+    record = summaries.track_record(results)
+    write(record, summaries.order_record(results, record))
 
 
-def write(record: dict[str, Record]) -> None:
+def write(record: dict[str, Record], order: OrderRecord) -> None:
     fields = ("pairs", "within", "held_out", "held_out_within", "median_error_pct",
               "range_pairs", "range_held_out", "low_ratio", "high_ratio")  # fmt: skip
     rows = [
@@ -45,7 +47,14 @@ def write(record: dict[str, Record]) -> None:
         + "    ),\n"
         for rec_id, r in record.items()
     ]
-    OUT.write_text(HEAD + "".join(rows) + "}\n")
+    order_fields = ("overlap_pairs", "overlap_right", "apart_pairs", "apart_right")
+    tail = (
+        "}\n\n# The ranking's order on the rival pairs, by whether the likely ranges overlap\n"
+        "ORDER_RECORD = OrderRecord(\n"
+        + "".join(f"    {f}={getattr(order, f)},\n" for f in order_fields)
+        + ")\n"
+    )
+    OUT.write_text(HEAD + "".join(rows) + tail)
     print(f"wrote {OUT.relative_to(ev.REPO)}: {len(rows)} recommendations")
 
 

@@ -11,7 +11,8 @@ achieved_gbps, bound, pct_of_ceiling…), `breakdown` (per step windows in ms, t
 across ranks, the straggler, launch statistics, GPU idle by host region), `recommendations`
 (ranked by saving: analysis.rules.recommend.Recommendation.as_json: id, title, est_saving_pct
 and est_saving_ms per step of the unprofiled step, confidence, evidence, fix, why, kernels,
-ops, minor, alternative_of, track_record, likely_saving_ms) and `minor_recommendations`
+ops, minor, alternative_of, track_record, likely_saving_ms, close_to: the higher-ranked ids
+whose likely savings overlap, close_call: what that means) and `minor_recommendations`
 (those under 0.5 % of the step, not ranked). Shares are exclusive shares of the step time
 (analysis.breakdown), so compute + comm + memcpy + memset + idle = 100; comm_pct is exposed
 communication.

@@ -52,6 +52,7 @@ td:first-child, th:first-child { text-align: left; max-width: 32rem; overflow-wr
 .rec h3 { margin: 0.2rem 0; }
 .badge { display: inline-block; border-radius: 1rem; padding: 0 0.6rem; font-size: 0.8rem;
          background: #ddf4ff; color: #0550ae; }
+.close { background: #fff8c5; border-left: 3px solid #d4a72c; padding: 0.3rem 0.6rem; }
 pre { background: #f6f8fa; border: 1px solid #d0d7de; border-radius: 6px; padding: 0.6rem;
       overflow-x: auto; font-size: 0.85rem; }
 """.strip()
@@ -71,10 +72,12 @@ def _recommendation(r: Recommendation) -> str:
     evidence = "".join(f"<li>{escape(str(e))}</li>" for e in rec.get("evidence") or [])
     targets = targets_text(rec)
     track = str(rec.get("track_record") or "")
+    close = str(rec.get("close_call") or "")
     return f"""<article class="rec" id="rec-{escape(str(rec.get("id", r.rank)))}">
 <h3>{r.rank}. {escape(str(rec.get("title", "")))}</h3>
 <p><span class="badge">{escape(str(rec.get("id", "")))}</span> {escape(saving_text(rec))}</p>
 {f'<p class="muted">{escape(track)}</p>' if track else ""}
+{f'<p class="close">{escape(close)}</p>' if close else ""}
 <p>{escape(str(rec.get("why") or ""))}</p>
 {f'<p class="muted">{escape(targets)}</p>' if targets else ""}
 <h4>Evidence</h4><ul>{evidence}</ul>

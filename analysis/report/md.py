@@ -53,6 +53,8 @@ def _recommendation(r: Recommendation) -> str:
     ]
     if track := rec.get("track_record"):
         parts.insert(2, f"*{md_escape(str(track))}*")
+    if close := rec.get("close_call"):
+        parts.insert(3 if track else 2, f"**{md_escape(str(close))}**")
     if targets := targets_text(rec):
         parts.append(md_escape(targets))
     evidence = rec.get("evidence") or []

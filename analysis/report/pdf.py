@@ -135,6 +135,8 @@ def _recommendation(pdf: FPDF, r: Recommendation) -> None:
     _text(pdf, f"{rec.get('id', '')} · {saving_text(rec)}", SMALL_PT)
     if rec.get("track_record"):
         _text(pdf, str(rec["track_record"]), SMALL_PT)
+    if rec.get("close_call"):
+        _text(pdf, str(rec["close_call"]), SMALL_PT, "B")
     if rec.get("why"):
         _text(pdf, str(rec["why"]))
     if targets := targets_text(rec, NAME_CHARS):

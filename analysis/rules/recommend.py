@@ -26,8 +26,13 @@ from analysis.rules import (
 )
 from analysis.rules.catalog import CATALOG
 from analysis.rules.registry import Finding, Rule
-from analysis.rules.track_record import likely_saving_ms, track_record_text
-from analysis.rules.track_record_h200 import TRACK_RECORD
+from analysis.rules.track_record import (
+    close_call_text,
+    likely_saving_ms,
+    ranges_overlap,
+    track_record_text,
+)
+from analysis.rules.track_record_h200 import ORDER_RECORD, TRACK_RECORD
 
 CONFIDENCE = ("high", "medium", "low")
 MINOR_PCT = 0.5  # a finding that saves less than this share of the step is not ranked
@@ -55,6 +60,9 @@ class Recommendation:
     track_record: str = ""  # how this finding's estimates did against measured savings
     # the range the saving is likely to measure, from the track record (None: no range)
     likely_saving_ms: tuple[float, float] | None = None
+    # higher-ranked ids whose likely ranges overlap this one's: which saves more is uncertain
+    close_to: tuple[str, ...] = ()
+    close_call: str = ""  # what that means, with the ranking's record on such pairs
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -76,6 +84,8 @@ class Recommendation:
                 if self.likely_saving_ms is None
                 else [round(x, 4) for x in self.likely_saving_ms]
             ),
+            "close_to": list(self.close_to),
+            "close_call": self.close_call,
         }
 
 
@@ -144,7 +154,25 @@ def recommend(facts: Facts) -> list[Recommendation]:
     for r in ranked:
         first = next((x.id for x in kept if _alternatives(x.id, r.id)), "")
         kept.append(replace(r, alternative_of=first) if first else r)
-    return kept
+    return [_with_close_calls(r, kept[:i]) for i, r in enumerate(kept)]
+
+
+def _with_close_calls(r: Recommendation, above: list[Recommendation]) -> Recommendation:
+    """`r` with the ranked findings above it whose likely ranges overlap its own: on the
+    rival pairs, the order of two such fixes matched the measured savings about half the time
+    (D88), so the ranking alone should not decide between them."""
+    if r.minor or r.likely_saving_ms is None:
+        return r
+    close = [
+        (rank, x.id)
+        for rank, x in enumerate(above, 1)
+        if x.likely_saving_ms is not None and ranges_overlap(x.likely_saving_ms, r.likely_saving_ms)
+    ]
+    if not close:
+        return r
+    return replace(
+        r, close_to=tuple(i for _, i in close), close_call=close_call_text(close, ORDER_RECORD)
+    )
 
 
 def _alternatives(a: str, b: str) -> bool:

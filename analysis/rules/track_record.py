@@ -81,3 +81,35 @@ def _likely_range(record: Record, est_saving_ms: float) -> str:
         f"estimate (10th to 90th percentile), so this run's {ms(est_saving_ms)} is likely to "
         f"measure {ms(likely[0])} to {ms(likely[1])}."
     )
+
+
+@dataclass(frozen=True, slots=True)
+class OrderRecord:
+    """How often the ranking put first the fix that measured the larger saving, on the rival
+    pairs (two fixes made to one "before" workload in one session, both measured; tools/
+    validation/rivals.py), apart for the pairs whose two likely ranges overlapped."""
+
+    overlap_pairs: int
+    overlap_right: int
+    apart_pairs: int
+    apart_right: int
+
+
+def ranges_overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """Whether two likely ranges (low, high) share a value: then either fix may save more."""
+    return a[0] <= b[1] and b[0] <= a[1]
+
+
+def close_call_text(above: list[tuple[int, str]], order: OrderRecord) -> str:
+    """What a finding whose likely range overlaps those of higher-ranked ones ((rank, id) each)
+    tells the user: the order between them is uncertain, with how it did on measured pairs."""
+    if not above:
+        return ""
+    names = ", ".join(f"#{rank} ({rec_id})" for rank, rec_id in above)
+    return (
+        f"A close call with {names}: the likely savings overlap, so which fix saves more is "
+        f"uncertain. On the measured pairs of two fixes made to one workload, the ranking put "
+        f"the larger saving first in {order.overlap_right} of {order.overlap_pairs} where the "
+        f"likely ranges overlapped, and in {order.apart_right} of {order.apart_pairs} where "
+        "they did not: try both, or time each fix."
+    )

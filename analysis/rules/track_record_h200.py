@@ -2,7 +2,7 @@
 (analysis/rules/track_record.py). Written by `python3 tools/track_record.py` from the rules'
 results on tests/data/validation_h200: not edited by hand."""
 
-from analysis.rules.track_record import Record
+from analysis.rules.track_record import OrderRecord, Record
 
 TRACK_RECORD = {
     "channels-last": Record(
@@ -160,3 +160,11 @@ TRACK_RECORD = {
         high_ratio=None,
     ),
 }
+
+# The ranking's order on the rival pairs, by whether the likely ranges overlap
+ORDER_RECORD = OrderRecord(
+    overlap_pairs=12,
+    overlap_right=6,
+    apart_pairs=6,
+    apart_right=6,
+)

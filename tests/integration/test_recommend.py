@@ -226,3 +226,28 @@ def test_attention_evidence_quotes_a_softmax_score_input(trace: str) -> None:
     assert int(quoted[3].replace(",", "")) == round(
         math.prod(shape) * BYTES_PER_ELEMENT[quoted[2]] / 1e6
     )
+
+
+def test_findings_whose_likely_savings_overlap_are_called_close() -> None:
+    """D88: on the demo's fp32 GPT-2 (host-bound without the profiler), small-batch and
+    fused-optimizer are likely to save 15.5-23.3 and 7.1-22.5 ms, so the second is a close call
+    with the first; cuda-graphs' 6.0-7.9 ms overlaps fused-optimizer's only. Every finding's
+    close_to is exactly the higher-ranked ones whose ranges share a value with its own."""
+    found = [
+        r for r in recommend(sample_facts("gpt_train_fp32_naive.pt.trace.json.gz")) if not r.minor
+    ]
+    by_id = {r.id: r for r in found}
+    assert by_id["fused-optimizer"].close_to == ("small-batch",)
+    assert by_id["cuda-graphs"].close_to == ("fused-optimizer",)
+    for i, r in enumerate(found):
+        expected = tuple(
+            x.id
+            for x in found[:i]
+            if r.likely_saving_ms is not None
+            and x.likely_saving_ms is not None
+            and max(x.likely_saving_ms[0], r.likely_saving_ms[0])
+            <= min(x.likely_saving_ms[1], r.likely_saving_ms[1])
+        )
+        assert r.close_to == expected, r.id
+        ranks = [f"#{[x.id for x in found].index(i) + 1} ({i})" for i in r.close_to]
+        assert (r.close_call.startswith(f"A close call with {', '.join(ranks)}:")) is bool(ranks)

@@ -41,6 +41,7 @@ HOSTILE = {
     "why": "A paragraph with <b>tags</b> & ampersands.",
     "kernels": ["void at::native::vectorized_elementwise_kernel<4, at::native::Op>(int, Op)"],
     "ops": ["aten::add"],
+    "close_call": "A close call with <i>#1</i> **(bold)**",
 }
 
 
@@ -127,6 +128,13 @@ def test_json_holds_the_contract(naive_doc: dict[str, Any]) -> None:
         assert set(rec) >= REC_KEYS
         # how the finding's estimates did on the measured H200 pairs, in every format below
         assert rec["track_record"].startswith(("Checked on ", "Not yet checked"))
+        # the findings above it whose likely savings overlap its own (D88)
+        ranked_above = [r["id"] for r in recs[: recs.index(rec)]]
+        assert set(rec["close_to"]) <= set(ranked_above)
+        assert bool(rec["close_to"]) == rec["close_call"].startswith("A close call with #")
+    # fused-optimizer is this run's only finding with a likely range: none is a close call
+    # (the demo's fp32 GPT-2 has some: test_recommend, the Recommendations page's test)
+    assert not any(rec["close_call"] for rec in recs)
     savings = [r["est_saving_pct"] for r in recs]
     assert savings == sorted(savings, reverse=True)
 
@@ -158,6 +166,7 @@ def test_html_is_one_offline_file_with_every_section(
         assert rec["title"] in recs_text
         assert rec["confidence"] in recs_text
         assert rec["track_record"] in recs_text
+        assert rec["close_call"] in recs_text
         for line in rec["evidence"]:
             assert squash(line) in recs_text
         for line in rec["fix"].splitlines():
@@ -177,6 +186,8 @@ def test_markdown_has_every_section_table_and_fix(
     for n, rec in enumerate(naive_doc["recommendations"], start=1):
         assert f"### {n}. {md_escape(rec['title'])}" in md
         assert f"*{md_escape(rec['track_record'])}*" in md
+        if rec["close_call"]:
+            assert f"**{md_escape(rec['close_call'])}**" in md
         for line in rec["evidence"]:
             assert f"- {md_escape(line)}" in md
         assert rec["fix"].rstrip() in md
@@ -201,6 +212,7 @@ def test_pdf_opens_with_every_section_and_chart(
         assert squash(rec["title"]) in text
         assert squash(rec["fix"].splitlines()[0]) in text
         assert squash(rec["track_record"]) in text
+        assert squash(rec["close_call"]) in text
     images = sum(len(p.images) for p in pdf.pages)
     assert images == len(CHART_SECTIONS)
 
@@ -217,17 +229,22 @@ def test_trace_text_is_escaped_in_every_format(
     assert "<script>alert" not in html
     assert "<b>tags</b>" not in html
     assert "<b>bold</b>" not in html
+    assert "<i>#1</i>" not in html
     page = Page(html)
     recs_text = page.section_text("recommendations")
     assert HOSTILE["title"] in recs_text
     assert squash(HOSTILE["fix"]) in recs_text
     assert HOSTILE["evidence"][0] in recs_text
+    assert HOSTILE["close_call"] in recs_text
     md = str(export(doc, charts, "md"))
     assert "````python\n" + HOSTILE["fix"] + "\n````" in md  # a fence longer than the ```
     assert md_escape(HOSTILE["evidence"][0]) in md
+    assert f"**{md_escape(HOSTILE['close_call'])}**" in md
     assert "<script>" not in md
     pdf = PdfReader(io.BytesIO(bytes(export(doc, charts, "pdf"))))
-    assert "alert('title')" in squash(" ".join(p.extract_text() for p in pdf.pages))
+    pdf_text = squash(" ".join(p.extract_text() for p in pdf.pages))
+    assert "alert('title')" in pdf_text
+    assert HOSTILE["close_call"] in pdf_text
 
 
 # ------------------------------------------------------------------ the CPU-only trace

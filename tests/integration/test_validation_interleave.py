@@ -17,7 +17,7 @@ import torch
 from tools.validation import evaluate as ev
 from tools.validation import rivals, runner
 from tools.validation.cli import interleaved
-from tools.validation.fresh_pairs import ELEVENTH, TENTH, THIRTEENTH, TWELFTH
+from tools.validation.fresh_pairs import ELEVENTH, FOURTEENTH, TENTH, THIRTEENTH, TWELFTH
 from tools.validation.fresh_pairs import FRESH as NINTH
 from tools.validation.interleave import ROUNDS, Globals, measure_pair
 from tools.validation.pairs import CASES
@@ -159,3 +159,23 @@ def test_the_thirteenth_recording_is_read_as_a_rival_session() -> None:
         "small-batch": measured["batch-recompute-qwen2"] > own - 3.0,
         "cuda-graphs": measured["graphs-recompute-qwen2"] > own - 3.0,
     }
+
+
+def test_the_fourteenth_recording_is_held_out_whole() -> None:
+    """The allocator pair on ten workloads no allocator pair had, recorded after D86 was
+    designed (on the sixteen allocator pairs before it): every one is held out."""
+    recorded = ev.summary()
+    assert {c.pair for c in FOURTEENTH} == set(ev.FOURTEENTH)
+    assert len(ev.FOURTEENTH) == 10
+    for p in ev.FOURTEENTH:
+        assert p in ev.pairs(recorded)
+        assert ev.half_of(p) == "held-out"
+        assert ev.runs_of(p) == (f"{p}-before", f"{p}-after")
+        assert ev.planted_of(recorded, p) == "memory-headroom"
+        before, after = (recorded[k] for k in ev.runs_of(p))
+        assert before["change"] == after["change"]
+        assert [len(w["unprofiled"]["rounds_ms"]) for w in (before, after)] == [ROUNDS, ROUNDS]
+    # the pairs D86 was designed on are the other allocator pairs, and they tune
+    designed = {p for p in ev.pairs(recorded) if p.startswith("allocator-")} - set(ev.FOURTEENTH)
+    assert len(designed) == 16
+    assert {ev.half_of(p) for p in designed} == {"tune"}

@@ -81,6 +81,14 @@ def test_cards_follow_the_ranking(store_dir: Path) -> None:
             "—" if low_high is None else f"{ms(low_high[0])} – {ms(low_high[1])}"
         )
     assert f"likely {ms(optimizer.likely_saving_ms[0])} – " in " ".join(captions)
+    # A card whose likely saving overlaps a higher-ranked one's says which saves more is
+    # uncertain (D88), and the table names those ranks.
+    assert optimizer.close_to == ("small-batch",)
+    assert [shown(i.value) for i in at.info] == [r.close_call for r in recs if r.close_call]
+    ids = [r.id for r in recs]
+    assert list(ranked["close call with"]) == [
+        ", ".join(f"#{ids.index(i) + 1}" for i in r.close_to) for r in recs
+    ]
     listed = next(d.value for d in at.dataframe if "recommendation" in d.value.columns
                   and set(d.value["id"]) == {r.id for r in minor})  # fmt: skip
     assert len(listed) == len(minor)

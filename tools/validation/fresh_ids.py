@@ -4,6 +4,8 @@ builds them; kept here without torch for evaluate.py), held out whole, and their
 
 from __future__ import annotations
 
+from tools.validation.rivals import FOURTEENTH_MODELS
+
 # The ninth recording (tools/validation/fresh_pairs.py): models no pair had, held out whole.
 FRESH = (
     "precision-llama", "attention-llama", "optimizer-llama", "fusion-compile-llama",
@@ -40,12 +42,8 @@ TWELFTH = (
     "fusion-compile-ghostnet", "batch-mixnet-b512", "graphs-mixnet", "fusion-compile-mixnet",
 )  # fmt: skip
 # The fourteenth (fresh_pairs.FOURTEENTH): the allocator pair on ten workloads no allocator
-# pair had, one pair per model, to judge D86 once recorded (none of its runs is in the data yet).
-FOURTEENTH = (
-    "allocator-resnet34", "allocator-efficientnet-b0", "allocator-deit-s", "allocator-regnetx",
-    "allocator-convnext-n", "allocator-mobilenet", "allocator-resnext", "allocator-llama-s",
-    "allocator-opt-s", "allocator-neox-s",
-)  # fmt: skip
+# pair had, one pair per model, held out whole to judge D86.
+FOURTEENTH = tuple(f"allocator-{m}" for m in FOURTEENTH_MODELS)
 FRESH_GROUPS = (
     ("precision-llama", "attention-llama", "optimizer-llama", "fusion-compile-llama",
      "recompute-llama", "allocator-llama", "host-sync-llama", "host-preprocess-llama",

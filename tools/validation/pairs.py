@@ -13,6 +13,7 @@ from tools.validation.changes import (
 from tools.validation.decode import HFDecoder, decode
 from tools.validation.fresh_pairs import (
     ELEVENTH,
+    FIFTEENTH,
     FOURTEENTH,
     FRESH,
     TENTH,
@@ -277,7 +278,7 @@ PAIRS += [
           lambda c: vision_train(c, timm_model(CONVNEXT), c.pick(128, 2), checkpointed=True),
           lambda c: vision_train(c, timm_model(CONVNEXT), c.pick(512, 4), checkpointed=True)),
 ]  # fmt: skip
-PAIRS += FRESH + TENTH + ELEVENTH + TWELFTH + THIRTEENTH + FOURTEENTH
+PAIRS += FRESH + TENTH + ELEVENTH + TWELFTH + THIRTEENTH + FOURTEENTH + FIFTEENTH
 FLAGGED = ("precision-gpt2", "attention-gpt2", "optimizer-gpt2", "layout-resnet50")
 CASES = [
     *PAIRS,

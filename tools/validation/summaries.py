@@ -5,8 +5,15 @@ BENCHMARKS.md publish, the counts per half, the rivals' table, and each finding'
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterator
 
-from analysis.rules.track_record import MIN_RANGE_PAIRS, Record
+from analysis.rules.track_record import (
+    MIN_RANGE_PAIRS,
+    OrderRecord,
+    Record,
+    likely_saving_ms,
+    ranges_overlap,
+)
 from tools.validation.evaluate import PairResult
 from tools.validation.rivals import SOURCES, rivals_of
 
@@ -133,28 +140,57 @@ def error_pct(r: PairResult) -> float:
     return r.miss_ms / scale * 100
 
 
-def rival_table(results: list[PairResult]) -> str:
-    """The rival recordings' question: on each rivalled pair's before workload in a session,
-    did the ranking put the fix that measured the larger saving above the other?"""
+def _rival_rows(results: list[PairResult]) -> Iterator[tuple[str, str, PairResult, PairResult]]:
+    """(session, rivalled pair, its own fix's result, a rival fix's result) for every rival
+    measured beside a pair's own fix on the pair's before workload."""
     by = {r.pair: r for r in results}
-    rows = []
     for n, source in ((n, p) for n, sources in SOURCES.items() for p in sources):
         own = by.get(f"{source}-{n}")
         for rival in rivals_of(source, n):
             other = by.get(rival)
-            if own is None or other is None:
-                continue
-            above = other.planted in own.above or (own.rank is None and other.rank is not None)
-            larger = other.measured_ms > own.measured_ms
-            est = [f"{x.est_ms:.2f}" if x.est_ms is not None else "—" for x in (own, other)]
-            rows.append(
-                f"| {source} ({n}) | {own.step_ms:.2f} | `{own.planted}` {est[0]} / "
-                f"{own.measured_ms:.2f} | `{other.planted}` {est[1]} / {other.measured_ms:.2f} | "
-                f"{'rival' if above else 'own'} | {'rival' if larger else 'own'} | "
-                f"{'yes' if above == larger else 'no'} |"
-            )
+            if own is not None and other is not None:
+                yield n, source, own, other
+
+
+def _ranked_above(own: PairResult, other: PairResult) -> bool:
+    return other.planted in own.above or (own.rank is None and other.rank is not None)
+
+
+def rival_table(results: list[PairResult]) -> str:
+    """The rival recordings' question: on each rivalled pair's before workload in a session,
+    did the ranking put the fix that measured the larger saving above the other?"""
+    rows = []
+    for n, source, own, other in _rival_rows(results):
+        above = _ranked_above(own, other)
+        larger = other.measured_ms > own.measured_ms
+        est = [f"{x.est_ms:.2f}" if x.est_ms is not None else "—" for x in (own, other)]
+        rows.append(
+            f"| {source} ({n}) | {own.step_ms:.2f} | `{own.planted}` {est[0]} / "
+            f"{own.measured_ms:.2f} | `{other.planted}` {est[1]} / {other.measured_ms:.2f} | "
+            f"{'rival' if above else 'own'} | {'rival' if larger else 'own'} | "
+            f"{'yes' if above == larger else 'no'} |"
+        )
     head = (
         "| pair | before step (ms) | own fix: estimate / measured (ms) | rival fix: estimate / "
         "measured (ms) | ranked higher | saved more | right |\n|---|---|---|---|---|---|---|"
     )
     return "\n".join([head, *rows])
+
+
+def order_record(results: list[PairResult], record: dict[str, Record]) -> OrderRecord:
+    """On the rival pairs where both fixes were raised with a likely range (the record's, as
+    the recommendations show it): how often the one ranked higher measured the larger saving,
+    apart for the pairs whose two ranges overlapped (a close call, D88)."""
+    tally: dict[bool, list[bool]] = {True: [], False: []}
+    for _, _, own, other in _rival_rows(results):
+        ranges = [likely_saving_ms(record.get(x.planted), x.est_ms or 0.0) for x in (own, other)]
+        if ranges[0] is None or ranges[1] is None:
+            continue
+        right = _ranked_above(own, other) == (other.measured_ms > own.measured_ms)
+        tally[ranges_overlap(ranges[0], ranges[1])].append(right)
+    return OrderRecord(
+        overlap_pairs=len(tally[True]),
+        overlap_right=sum(tally[True]),
+        apart_pairs=len(tally[False]),
+        apart_right=sum(tally[False]),
+    )
