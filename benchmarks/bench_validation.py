@@ -44,10 +44,12 @@ def main() -> None:
             "thirteenth recording (rivals on ten pairs' before workloads, beside their own fix)",
             THIRTEENTH,
         ),
+        ("fourteenth recording (held out, new allocator workloads, judges D86)", ev.FOURTEENTH),
     ):
         print(summaries.counts(label, [r for r in results if r.pair in ids]))
     print()
     print(summaries.rival_table(results))
+    print(summaries.order_record(results, summaries.track_record(results)))
     print()
     print("\n".join(summaries.range_coverage(results)))
     for pair, why in ev.EXCLUDED.items():

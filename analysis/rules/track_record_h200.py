@@ -94,15 +94,15 @@ TRACK_RECORD = {
         high_ratio=2.14,
     ),
     "memory-headroom": Record(
-        pairs=34,
-        within=28,
-        held_out=11,
-        held_out_within=8,
+        pairs=44,
+        within=37,
+        held_out=21,
+        held_out_within=17,
         median_error_pct=18,
-        range_pairs=11,
+        range_pairs=21,
         range_held_out=True,
-        low_ratio=0.66,
-        high_ratio=1.22,
+        low_ratio=0.71,
+        high_ratio=1.25,
     ),
     "mixed-precision": Record(
         pairs=7,
@@ -164,7 +164,7 @@ TRACK_RECORD = {
 # The ranking's order on the rival pairs, by whether the likely ranges overlap
 ORDER_RECORD = OrderRecord(
     overlap_pairs=12,
-    overlap_right=6,
+    overlap_right=7,
     apart_pairs=6,
-    apart_right=6,
+    apart_right=5,
 )

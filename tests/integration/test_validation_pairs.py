@@ -242,6 +242,23 @@ MISSES |= {
 }
 
 
+# The fourteenth recording (D86 held out): small-batch (and cuda-graphs) rank above the allocator
+# fix on seven of its ten workloads, unmeasured there on the H200 (the fifteenth measured the 4x
+# batch on an H100: it saved more on five of those seven, D88).
+_UNMEASURED = "small-batch ranks above it, its fix unmeasured on this H200 workload"
+MISSES |= {
+    ("allocator-deit-s", "first"): _UNMEASURED,
+    ("allocator-efficientnet-b0", "first"): _UNMEASURED + " (cuda-graphs too)",
+    ("allocator-llama-s", "first"): _UNMEASURED + " (cuda-graphs too)",
+    ("allocator-neox-s", "first"): _UNMEASURED,
+    ("allocator-neox-s", "within"): "20.85 vs 14.79 (D86's floor, the calls' own host time, "
+    "over by 41 %)",
+    ("allocator-opt-s", "first"): _UNMEASURED,
+    ("allocator-resnet34", "first"): _UNMEASURED + " (cuda-graphs too)",
+    ("allocator-resnext", "first"): _UNMEASURED,
+}
+
+
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ev.PairResult]:
     runs = {k for p in PAIRS for k in ev.runs_of(p)}
