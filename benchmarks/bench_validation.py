@@ -49,7 +49,12 @@ def main() -> None:
         print(summaries.counts(label, [r for r in results if r.pair in ids]))
     print()
     print(summaries.rival_table(results))
-    print(summaries.order_record(results, summaries.track_record(results)))
+    order = summaries.order_record(results, summaries.track_record(results))
+    print(
+        f"close calls (D88): on the rival pairs where both findings have a likely range, the "
+        f"order was right on {order.overlap_right} of {order.overlap_pairs} whose ranges "
+        f"overlap and {order.apart_right} of {order.apart_pairs} whose ranges do not"
+    )
     print()
     print("\n".join(summaries.range_coverage(results)))
     for pair, why in ev.EXCLUDED.items():
