@@ -103,8 +103,6 @@ def ranges_overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
 def close_call_text(above: list[tuple[int, str]], order: OrderRecord) -> str:
     """What a finding whose likely range overlaps those of higher-ranked ones ((rank, id) each)
     tells the user: the order between them is uncertain, with how it did on measured pairs."""
-    if not above:
-        return ""
     names = ", ".join(f"#{rank} ({rec_id})" for rank, rec_id in above)
     return (
         f"A close call with {names}: the likely savings overlap, so which fix saves more is "

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from analysis.rules.track_record import MIN_RANGE_PAIRS
-from analysis.rules.track_record_h200 import TRACK_RECORD
+from analysis.rules.track_record_h200 import ORDER_RECORD, TRACK_RECORD
 from tools.validation import evaluate as ev
 from tools.validation import summaries
 
@@ -298,6 +298,8 @@ def test_the_track_record_the_recommendations_show_is_the_rules_current_one(
     """analysis/rules/track_record_h200.py is what tools/track_record.py writes from these
     results: a rule change that moves an estimate makes it stale until it is written again."""
     assert summaries.track_record(list(results.values())) == TRACK_RECORD
+    # and the close calls' record of the ranking's order on the rival pairs (D88)
+    assert summaries.order_record(list(results.values()), TRACK_RECORD) == ORDER_RECORD
     assert sum(r.pairs for r in TRACK_RECORD.values()) == len(PAIRS)
 
 
