@@ -11,6 +11,7 @@ file matches the rules' current results.
 from __future__ import annotations
 
 import sys
+from dataclasses import fields
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -38,21 +39,17 @@ def main() -> None:
     write(record, summaries.order_record(results, record))
 
 
+def _constructor(obj: Record | OrderRecord, indent: str) -> str:
+    """`obj` as the call that builds it, a field a line (every field: a new one is written)."""
+    args = "".join(f"{indent}    {f.name}={getattr(obj, f.name)},\n" for f in fields(obj))
+    return f"{type(obj).__name__}(\n{args}{indent})"
+
+
 def write(record: dict[str, Record], order: OrderRecord) -> None:
-    fields = ("pairs", "within", "held_out", "held_out_within", "median_error_pct",
-              "range_pairs", "range_held_out", "low_ratio", "high_ratio")  # fmt: skip
-    rows = [
-        f'    "{rec_id}": Record(\n'
-        + "".join(f"        {f}={getattr(r, f)},\n" for f in fields)
-        + "    ),\n"
-        for rec_id, r in record.items()
-    ]
-    order_fields = ("overlap_pairs", "overlap_right", "apart_pairs", "apart_right")
+    rows = [f'    "{rec_id}": {_constructor(r, "    ")},\n' for rec_id, r in record.items()]
     tail = (
         "}\n\n# The ranking's order on the rival pairs, by whether the likely ranges overlap\n"
-        "ORDER_RECORD = OrderRecord(\n"
-        + "".join(f"    {f}={getattr(order, f)},\n" for f in order_fields)
-        + ")\n"
+        f"ORDER_RECORD = {_constructor(order, '')}\n"
     )
     OUT.write_text(HEAD + "".join(rows) + tail)
     print(f"wrote {OUT.relative_to(ev.REPO)}: {len(rows)} recommendations")

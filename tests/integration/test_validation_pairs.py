@@ -13,10 +13,10 @@ counts per half are benchmarks/bench_validation.py's (README, BENCHMARKS.md).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from helpers.validation import CHECKS, cases, check
 
 from analysis.rules.track_record import MIN_RANGE_PAIRS
 from analysis.rules.track_record_h200 import ORDER_RECORD, TRACK_RECORD
@@ -25,12 +25,6 @@ from tools.validation import summaries
 
 WORKLOADS = ev.summary()
 PAIRS = ev.pairs(WORKLOADS)
-CHECKS: dict[str, Callable[[ev.PairResult], bool]] = {
-    "first": lambda r: r.first,
-    "within": lambda r: r.within,
-    "after_clean": lambda r: r.after_clean,
-    "headroom": lambda r: not r.over_headroom,
-}
 # (pair, check): why it misses, with the numbers (estimate vs measured, ms per step).
 MISSES = {
     ("allocator-bert", "first"): "cuda-graphs ranks above it, unmeasured on this workload "
@@ -267,12 +261,6 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ev.PairResult
     return {r.pair: r for r in ev.evaluate(ev.scratch_store(folder, workloads), workloads)}
 
 
-def _case(pair: str, check: str) -> object:
-    why = MISSES.get((pair, check))
-    marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
-    return pytest.param(pair, check, marks=marks, id=f"{pair}-{check}")
-
-
 def test_every_pair_has_a_half_and_every_miss_a_pair() -> None:
     assert {p: ev.HALVES.get(p) for p in PAIRS if p not in ev.HALVES} == {}
     assert {k for k in MISSES if k[0] not in PAIRS or k[1] not in CHECKS} == set()
@@ -282,14 +270,9 @@ def test_every_pair_has_a_half_and_every_miss_a_pair() -> None:
     assert halves.count("held-out") >= 12
 
 
-@pytest.mark.parametrize(("pair", "check"), [_case(p, c) for p in PAIRS for c in CHECKS])
-def test_pair(results: dict[str, ev.PairResult], pair: str, check: str) -> None:
-    r = results[pair]
-    assert CHECKS[check](r), (
-        f"{pair} ({r.half}): {r.planted} rank {r.rank} (above: {r.above}, justified: "
-        f"{r.justified}), estimate {r.est_ms} vs measured {r.measured_ms:.2f} ms of a "
-        f"{r.step_ms:.2f} ms step; after: {r.after_ids}; over the headroom: {r.over_headroom}"
-    )
+@pytest.mark.parametrize(("pair", "name"), cases(PAIRS, MISSES))
+def test_pair(results: dict[str, ev.PairResult], pair: str, name: str) -> None:
+    check(results[pair], name)
 
 
 def test_the_track_record_the_recommendations_show_is_the_rules_current_one(

@@ -58,8 +58,9 @@ RIVALS |= {
 # The fifteenth (fresh_pairs.FIFTEENTH): a 4x batch made to each of the fourteenth's ten allocator
 # pairs' before workloads, beside the pair's own fix again ("<pair>-r7"), interleaved; held out
 # whole to judge D88 (the order of two findings whose likely ranges overlap) where no rule was
-# fitted to it. The device lent an H100 for it (2026-12-05), so its runs are not in the H200
-# folder: D88 gives its numbers.
+# fitted to it. The device lent an H100 for it (2026-12-05): its runs are in
+# tests/data/validation_h100 (evaluate.DATA_H100), judged on their own, and no track record
+# counts them.
 FOURTEENTH_MODELS = ("resnet34", "efficientnet-b0", "deit-s", "regnetx", "convnext-n",
                      "mobilenet", "resnext", "llama-s", "opt-s", "neox-s")  # fmt: skip
 RIVALS |= {
