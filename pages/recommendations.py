@@ -97,21 +97,23 @@ table = pd.DataFrame(
         "likely": [likely_text(r) for r in recs],
         "% of step": [r.est_saving_pct for r in recs],
         "confidence": [r.confidence for r in recs],
-        "close call with": [close_ranks(r, recs) for r in recs],
+        "close to": [close_ranks(r, recs) for r in recs],
     }
 )
 st.dataframe(
     table,
     hide_index=True,
-    # Short labels, their meaning in the help: at 1400 px the long ones hid "confidence".
+    # Short labels, their meaning in the help: at 1400 px longer ones hid the last column.
     column_config={
         "saving": st.column_config.TextColumn(help="Per step, without the profiler"),
         "likely": st.column_config.TextColumn(
             help="This saving times the 10th-90th percentile of measured / estimated saving "
             "on this finding's H200 before/after pairs"
         ),
-        "% of step": st.column_config.ProgressColumn(format="%.1f %%", min_value=0, max_value=100),
-        "close call with": st.column_config.TextColumn(
+        "% of step": st.column_config.ProgressColumn(
+            format="%.1f %%", min_value=0, max_value=100, width="small"
+        ),
+        "close to": st.column_config.TextColumn(
             help="Higher-ranked findings whose likely savings overlap this one's: which of "
             "them saves more is uncertain"
         ),

@@ -86,7 +86,7 @@ def test_cards_follow_the_ranking(store_dir: Path) -> None:
     assert optimizer.close_to == ("small-batch",)
     assert [shown(i.value) for i in at.info] == [r.close_call for r in recs if r.close_call]
     ids = [r.id for r in recs]
-    assert list(ranked["close call with"]) == [
+    assert list(ranked["close to"]) == [
         ", ".join(f"#{ids.index(i) + 1}" for i in r.close_to) for r in recs
     ]
     listed = next(d.value for d in at.dataframe if "recommendation" in d.value.columns
