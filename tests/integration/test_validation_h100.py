@@ -52,8 +52,6 @@ def test_the_recording_is_the_fifteenth_held_out_on_an_h100() -> None:
     assert {i["versions"]["device"] for i in summary["invocations"]} == {"NVIDIA H100 80GB HBM3"}
     assert sorted(PAIRS) == sorted(FIFTEENTH)
     assert {ev.half_of(p) for p in PAIRS} == {"held-out"}
-    # no H200 recording holds these runs, so the track record and ORDER_RECORD never count them
-    assert not set(WORKLOADS) & set(ev.summary())
     assert {k for k in MISSES if k[0] not in PAIRS or k[1] not in CHECKS} == set()
 
 
