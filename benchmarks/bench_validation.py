@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tools.validation import evaluate as ev
 from tools.validation import summaries
-from tools.validation.rivals import THIRTEENTH
+from tools.validation.rivals import FIFTEENTH, THIRTEENTH
 from tools.validation.step_errors import step_error_summary, step_errors
 
 
@@ -45,6 +45,7 @@ def main() -> None:
             THIRTEENTH,
         ),
         ("fourteenth recording (held out, new allocator workloads, judges D86)", ev.FOURTEENTH),
+        ("fifteenth recording (held out, rivals on the fourteenth's, judges D88)", FIFTEENTH),
     ):
         print(summaries.counts(label, [r for r in results if r.pair in ids]))
     print()

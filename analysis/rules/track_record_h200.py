@@ -94,14 +94,14 @@ TRACK_RECORD = {
         high_ratio=2.14,
     ),
     "memory-headroom": Record(
-        pairs=44,
-        within=37,
-        held_out=21,
-        held_out_within=17,
+        pairs=54,
+        within=45,
+        held_out=31,
+        held_out_within=25,
         median_error_pct=18,
-        range_pairs=21,
+        range_pairs=31,
         range_held_out=True,
-        low_ratio=0.71,
+        low_ratio=0.69,
         high_ratio=1.25,
     ),
     "mixed-precision": Record(
@@ -127,15 +127,15 @@ TRACK_RECORD = {
         high_ratio=None,
     ),
     "small-batch": Record(
-        pairs=37,
-        within=31,
-        held_out=36,
-        held_out_within=30,
+        pairs=47,
+        within=41,
+        held_out=46,
+        held_out_within=40,
         median_error_pct=11,
-        range_pairs=33,
+        range_pairs=43,
         range_held_out=True,
-        low_ratio=0.91,
-        high_ratio=1.37,
+        low_ratio=0.86,
+        high_ratio=1.26,
     ),
     "tensor-core-alignment": Record(
         pairs=2,
@@ -163,8 +163,8 @@ TRACK_RECORD = {
 
 # The ranking's order on the rival pairs, by whether the likely ranges overlap
 ORDER_RECORD = OrderRecord(
-    overlap_pairs=12,
-    overlap_right=7,
-    apart_pairs=6,
-    apart_right=5,
+    overlap_pairs=18,
+    overlap_right=9,
+    apart_pairs=10,
+    apart_right=8,
 )

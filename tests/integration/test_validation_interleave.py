@@ -176,6 +176,26 @@ def test_the_fourteenth_recording_is_held_out_whole() -> None:
         assert before["change"] == after["change"]
         assert [len(w["unprofiled"]["rounds_ms"]) for w in (before, after)] == [ROUNDS, ROUNDS]
     # the pairs D86 was designed on are the other allocator pairs, and they tune
-    designed = {p for p in ev.pairs(recorded) if p.startswith("allocator-")} - set(ev.FOURTEENTH)
+    designed = {p for p in ev.pairs(recorded) if p.startswith("allocator-")}
+    designed -= {*ev.FOURTEENTH, *rivals.FIFTEENTH}
     assert len(designed) == 16
     assert {ev.half_of(p) for p in designed} == {"tune"}
+
+
+def test_the_fifteenth_recording_is_held_out_whole() -> None:
+    """A 4x batch on the fourteenth's ten before workloads, beside each allocator fix again
+    (session r7), recorded after D88's close calls were written down: every pair held out,
+    each with its own before run, timed in interleaved rounds."""
+    recorded = ev.summary()
+    assert len(rivals.FIFTEENTH) == 20
+    for p in rivals.FIFTEENTH:
+        assert p in ev.pairs(recorded)
+        assert ev.half_of(p) == "held-out"
+        planted = "small-batch" if p.startswith("batch-") else "memory-headroom"
+        assert ev.planted_of(recorded, p) == planted
+        before, after = (recorded[k] for k in ev.runs_of(p))
+        assert [len(w["unprofiled"]["rounds_ms"]) for w in (before, after)] == [ROUNDS, ROUNDS]
+    # each own fix again is its fourteenth pair's, in the rivals' session
+    assert {rivals.session_of(f"allocator-{m}-r7") for m in rivals.FOURTEENTH_MODELS} == {
+        (f"allocator-{m}", "r7") for m in rivals.FOURTEENTH_MODELS
+    }

@@ -14,7 +14,8 @@ weights), from the repository root:
         --budget-s 500
 
 The repository's working tree is larger than the 64 MiB a call to the GPU machine takes, mostly
-tests/data/validation_h200: move that folder out of the checkout for the call and back after.
+tests/data/validation_h200: move that folder out of the checkout for the call and back after
+(without it the tree is about 60 MB, 50 of them tests/data/validation_h100, the H100's runs).
 
 Writes OUT/summary.json after every workload (ids, roles, planted recommendation, timings,
 per-step times, units per step, trace path, versions, errors) and OUT/traces/, then packs both
