@@ -58,9 +58,9 @@ RIVALS |= {
 # The fifteenth (fresh_pairs.FIFTEENTH): a 4x batch made to each of the fourteenth's ten allocator
 # pairs' before workloads, beside the pair's own fix again ("<pair>-r7"), interleaved; held out
 # whole to judge D88 (the order of two findings whose likely ranges overlap) where no rule was
-# fitted to it. The device lent an H100 for it (2026-12-05): its runs are in
-# tests/data/validation_h100 (evaluate.DATA_H100), judged on their own, and no track record
-# counts them.
+# fitted to it. Recorded twice (2026-12-05): on an H200 (tests/data/validation_h200, counted in
+# the track record) and on an H100 (tests/data/validation_h100, judged on its own, counted in no
+# track record).
 FOURTEENTH_MODELS = ("resnet34", "efficientnet-b0", "deit-s", "regnetx", "convnext-n",
                      "mobilenet", "resnext", "llama-s", "opt-s", "neox-s")  # fmt: skip
 RIVALS |= {
