@@ -52,9 +52,8 @@ REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "validation_h200"
 DATA_INTERLEAVED = REPO / "tests" / "data" / "validation_h200_interleaved"  # timings only
 CEILINGS = REPO / "data" / "samples" / "ceilings_h200.json"  # measured on the same H200 kind
-# The device's H100 recordings (the fifteenth, and 38 of the H200 pairs again, D89): read with
-# the H100's datasheet ceilings and judged on their own (no track record counts them;
-# test_validation_h100.py).
+# The device's H100 recordings (the fifteenth, and 38 H200 pairs again, D89): read with the
+# H100's datasheet ceilings, judged on their own in test_validation_h100.py.
 DATA_H100 = REPO / "tests" / "data" / "validation_h100"
 # Chosen before the second recording (one pair per fix tunes, the other is held out); the
 # second recording's pairs joined the half their technique's plan named.
