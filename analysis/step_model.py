@@ -50,7 +50,7 @@ TAG = "unprofiled_step_ms"
 BASIS = {
     "hook": "measured by the profiler hook on steps it did not record",
     "tag": f"given by the run's {TAG} tag",
-    "model": "estimated from the trace by the profiler-overhead model (about ±30 %)",
+    "model": "estimated from the trace by the profiler-overhead model, about ±30 %",
 }
 # Waiting that serializes host and GPU (data.reads_host.step_host): syncs, values read back
 # (a blocking copy of a scalar), blocking copies, allocator calls. A full launch queue
