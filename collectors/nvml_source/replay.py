@@ -145,6 +145,7 @@ class ReplaySource:
         self.keep_time, self.loop = keep_time, loop
         self._rows: dict[int, list[dict[str, Any]]] = {}
         self._inventory: dict[int, dict[str, Any]] = {}
+        named: set[int] = set()
         for path in paths:
             rows = read_recording(Path(path))
             if keep_time and any(r.get("ts_ns") is None for r in rows):
@@ -152,10 +153,14 @@ class ReplaySource:
             side = _sidecar_inventory(Path(path))
             for r in rows:
                 self._rows.setdefault(r["gpu"], []).append(r)
-                self._inventory.setdefault(
-                    r["gpu"],
-                    side.get(r["gpu"]) or {"name": f"replay of {Path(path).name}"},
-                )
+            # The first recording with an inventory names a GPU, else the first recording:
+            # the demo replays its telemetry without one beside the H200 phases with one.
+            for g in {r["gpu"] for r in rows} - named:
+                if g in side:
+                    self._inventory[g] = side[g]
+                    named.add(g)
+                else:
+                    self._inventory.setdefault(g, {"name": f"replay of {Path(path).name}"})
         if gpus is not None:
             missing = [g for g in gpus if g not in self._rows]
             if missing:

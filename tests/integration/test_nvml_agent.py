@@ -93,6 +93,15 @@ def test_h200_recording_has_null_nvlink_and_its_inventory(tmp_path: Path) -> Non
     assert json.loads(inv["unsupported"]) == ["gpm_nvlink_rx_mib_s", "gpm_nvlink_tx_mib_s"]
 
 
+def test_a_recording_with_an_inventory_names_the_gpu_whatever_the_order() -> None:
+    # The demo replays its traces' telemetry (no inventory beside it) with the H200 phases
+    # (an inventory beside it) as GPU 0: the GPU is the H200, not "replay of" the first file.
+    bare = SAMPLES / "decode_b1_eager.nvml.csv"
+    for paths in ([bare, PHASES], [PHASES, bare]):
+        assert ReplaySource(paths).inventory(0)["name"] == "NVIDIA H200"
+    assert ReplaySource([bare]).inventory(0)["name"] == "replay of decode_b1_eager.nvml.csv"
+
+
 def test_unsupported_metric_is_null_with_one_warning() -> None:
     warnings: list[str] = []
     src = PynvmlSource.__new__(PynvmlSource)  # no GPU here: exercise the query path only
