@@ -83,7 +83,8 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
         f"copies {fmt(m['memcpy_pct'], 1)} %, memsets {fmt(m['memset_pct'], 1)} %), "
         f"idle {fmt(m['idle_pct'], 1)} %; {fmt(m['kernel_count'])} kernels, "
         f"{fmt(m['kernel_time_ms'])} ms of kernel time.",
-        f"Achieved {fmt(m['achieved_tflops'])} TFLOP/s per GPU, MFU {fmt(m['mfu_pct'], 1)} %, "
+        f"Achieved {fmt(m['achieved_tflops'])} TFLOP/s per GPU, MFU {fmt(m['mfu_pct'], 1)} % "
+        "(of the dense peak of the precision doing most of the FLOPs), "
         f"HBM bandwidth {fmt(m['hbm_bw_util_pct'], 1)} % of peak (modelled work over step time).",
     ]
     sample = run.get("analysed_ranks")
