@@ -20,18 +20,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tools.validation import evaluate as ev
-from tools.validation.step_errors import step_error_summary, step_errors
+from tools.validation.step_errors import (
+    profiler_cost_per_op_ns,
+    step_error_summary,
+    step_errors,
+)
 
 
 def main() -> None:
     workloads = ev.summary()
     facts_of = ev.scratch_store(Path(sys.argv[1]) if len(sys.argv) > 1 else None, workloads)
     errors = step_errors(facts_of, workloads)
-    per_op = [
-        (e.model.host_profiled_ms - e.measured_ms) * 1e6 / e.model.cpu_ops
-        for e in errors
-        if e.host_bound and e.half == "tune" and e.model.cpu_ops
-    ]
+    per_op = profiler_cost_per_op_ns(e for e in errors if e.half == "tune")
     print(f"tune host-bound runs: {len(per_op)}; profiler cost per recorded op: median "
           f"{statistics.median(per_op) / 1e3:.2f} µs, range {min(per_op) / 1e3:.2f} to "
           f"{max(per_op) / 1e3:.2f} µs (the model uses step_model.py's constant)")  # fmt: skip

@@ -1,14 +1,15 @@
 """The unprofiled step of every validation run three ways: the recorder's median of 20 steps
 (measured), the hook's median of its unprofiled steps, and the profiler-overhead model's (no
 hook, no tag), per half of the overhead model's (tools/validation/evaluate.OVERHEAD_HALVES).
-Used by benchmarks/bench_validation.py and tools/fit_step_model.py.
+Used by benchmarks/bench_validation.py, tools/fit_step_model.py and
+tools/step_model_alternatives.py.
 """
 
 from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,6 +70,17 @@ def step_errors(facts_of: Callable[[str], Facts], workloads: dict[str, Any]) -> 
             )
         )
     return out
+
+
+def profiler_cost_per_op_ns(errors: Iterable[StepError]) -> list[float]:
+    """Per host-bound run with recorded ops, what the profiler cost per op: there the
+    unprofiled step is the host's own time, so the profiled host time less it is the
+    profiler's."""
+    return [
+        (e.model.host_profiled_ms - e.measured_ms) * 1e6 / e.model.cpu_ops
+        for e in errors
+        if e.host_bound and e.model.cpu_ops
+    ]
 
 
 def step_error_summary(errors: list[StepError]) -> str:
