@@ -75,7 +75,7 @@ def fit(train: list[HostRun], per_call: bool) -> np.ndarray:
     if not per_call:
         per_op_ns = profiler_cost_per_op_ns(r.error for r in train)
         return np.array([statistics.median(per_op_ns) / 1e6, 0.0])
-    extra = np.array([r.error.model.host_profiled_ms - r.error.measured_ms for r in train])
+    extra = np.array([r.error.profiler_ms for r in train])
     x = np.array([[r.error.model.cpu_ops, r.runtime_calls] for r in train])
     return np.asarray(np.linalg.lstsq(x, extra, rcond=None)[0], dtype=float)
 

@@ -31,6 +31,12 @@ class StepError:
     modelled_ms: float
     model: StepModel  # the modelled one (no hook, no tag)
 
+    @property
+    def profiler_ms(self) -> float:
+        """The profiled host time less the unprofiled step: on a host-bound run (where that
+        step is the host's own time) what the profiler cost."""
+        return self.model.host_profiled_ms - self.measured_ms
+
 
 HOST_BOUND_SHARE = 0.85
 
@@ -73,13 +79,9 @@ def step_errors(facts_of: Callable[[str], Facts], workloads: dict[str, Any]) -> 
 
 
 def profiler_cost_per_op_ns(errors: Iterable[StepError]) -> list[float]:
-    """Per host-bound run with recorded ops, what the profiler cost per op: there the
-    unprofiled step is the host's own time, so the profiled host time less it is the
-    profiler's."""
+    """Per host-bound run with recorded ops, what the profiler cost per op."""
     return [
-        (e.model.host_profiled_ms - e.measured_ms) * 1e6 / e.model.cpu_ops
-        for e in errors
-        if e.host_bound and e.model.cpu_ops
+        e.profiler_ms * 1e6 / e.model.cpu_ops for e in errors if e.host_bound and e.model.cpu_ops
     ]
 
 
