@@ -13,31 +13,24 @@ each host model's error against U, and what the profiler cost per op.
 
 from __future__ import annotations
 
-import functools
 import statistics
 import sys
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analysis.facts import Facts
-from tools.validation import evaluate as ev
-from tools.validation.step_errors import StepError, step_errors
+from tools.step_model_alternatives import HostRun, host_ms, runs
 
-# D90's least-squares fit over every H200 host-bound run: ms per recorded op, per runtime call.
-PER_OP_MS, PER_CALL_MS = 2.79e-3, 4.01e-3
-
-
-def runs(folder: Path, store: Path) -> list[tuple[StepError, Facts]]:
-    workloads = ev.summary(folder)
-    facts_of = functools.cache(ev.scratch_store(store, workloads, folder, None))
-    return [(e, facts_of(e.workload)) for e in step_errors(facts_of, workloads)]
+# D90's least-squares fit over every H200 host-bound run (tools/step_model_alternatives.py):
+# ms per recorded op, per runtime call.
+TWO_CONSTANTS_MS = np.array([2.79e-3, 4.01e-3])
 
 
-def two_constant_host_ms(e: StepError, calls: float) -> float:
-    m = e.model
-    profiler_ms = PER_OP_MS * m.cpu_ops + PER_CALL_MS * calls
-    return max(m.host_profiled_ms - profiler_ms - sum(m.waits_ms.values()), 0.0)
+def two_constant_host_ms(r: HostRun) -> float:
+    """H with D90's two constants, less the waits, as the shipped model's H is."""
+    return max(host_ms(r, TWO_CONSTANTS_MS) - sum(r.error.model.waits_ms.values()), 0.0)
 
 
 def main() -> None:
@@ -49,12 +42,12 @@ def main() -> None:
               f"{'ops':>6s} {'calls':>6s}")  # fmt: skip
         errors: dict[str, list[float]] = {"per op": [], "per op + call": []}
         cost_us: list[float] = []
-        for e, f in sorted(runs(Path(folder), Path(store)), key=lambda r: r[0].workload):
-            m = e.model
-            calls = float(f.host.step_host["runtime_calls"].median())
-            h2 = two_constant_host_ms(e, calls)
+        for r in sorted(runs(Path(store), Path(folder), None), key=lambda r: r.error.workload):
+            e, m = r.error, r.error.model
+            h2 = two_constant_host_ms(r)
             print(f"{e.workload:28s} {e.measured_ms:7.2f} {m.gpu_ms:7.2f} {m.host_ms:7.2f} "
-                  f"{h2:7.2f} {m.host_profiled_ms:7.2f} {m.cpu_ops:6.0f} {calls:6.0f}")  # fmt: skip
+                  f"{h2:7.2f} {m.host_profiled_ms:7.2f} {m.cpu_ops:6.0f} "
+                  f"{r.runtime_calls:6.0f}")  # fmt: skip
             if first and e.host_bound and m.cpu_ops:
                 for key, h in (("per op", m.host_ms), ("per op + call", h2)):
                     errors[key].append(abs(100 * (h - e.measured_ms) / e.measured_ms))
