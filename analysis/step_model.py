@@ -14,7 +14,7 @@ taken against the step the workload runs unprofiled:
   unprofiled for a GPU-bound step).
 - **H**, the host's own time per step: the ProfilerStep's CPU span less the time spent
   waiting in synchronize calls and blocked launch/copy calls, less the profiler's cost per
-  recorded event (OVERHEAD_NS_PER_OP).
+  recorded CPU op and runtime call (OVERHEAD_NS_PER_OP, OVERHEAD_NS_PER_CALL).
 - **S**, serialization: what the unprofiled step has beyond max(G, H), host and GPU waiting
   for each other (a sync per step, a blocking copy, an allocator that synchronizes).
 
@@ -33,17 +33,21 @@ import contextlib
 import json
 import math
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
 
 from analysis.ranks import rank_positions
 
-# The profiler's cost per recorded CPU op on the host (record_shapes and profile_memory, the
-# hook's defaults): the median over the tune half's host-bound validation runs
-# (tools/fit_step_model.py: 14 runs, -4.3 to 11.1 µs each). with_stack's extra cost, and the flags'
-# separate costs, did not stand out of the run-to-run spread of those recordings.
-OVERHEAD_NS_PER_OP = 3_500
+# The profiler's cost on the host (record_shapes and profile_memory, the hook's defaults) per
+# recorded CPU op and per runtime call: least squares over the host-bound validation runs of
+# the H200's tune half and the H100 (tools/fit_step_model.py, D93). A step that launches 2.5
+# calls per op (precision-regnety) pays most of its cost per call, which one cost per op
+# missed (D90, D91). with_stack's extra cost, and the flags' separate costs, did not stand out
+# of the run-to-run spread of those recordings.
+OVERHEAD_NS_PER_OP = 2_900
+OVERHEAD_NS_PER_CALL = 3_100
 HOOK_KEY = "dashboardUnprofiledSteps"
 TAG = "unprofiled_step_ms"
 # Where a run's unprofiled step comes from, as the pages and the report state it.
@@ -57,6 +61,9 @@ BASIS = {
 # (queue_ns) is the host ahead of the GPU, not waiting.
 WAIT_COLUMNS = ("sync_ns", "scalar_wait_ns", "copy_wait_ns", "alloc_ns")
 _WAITING_NS = 1_000_000  # a step that spends this long waiting serializes host and GPU
+# With nothing serializing them, a step whose GPU is busy for less than this share of it is
+# host-bound: the GPU's time is measured, the host's only modelled.
+HOST_BOUND_SHARE = 0.85
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +78,11 @@ class StepModel:
     host_profiled_ms: float  # H as the trace shows it
     overhead_ms: float  # the profiler's estimated cost per step on the host
     waits_ms: dict[str, float]  # host waiting per step: sync, scalar_wait, copy_wait, alloc
-    ns_per_op: float = OVERHEAD_NS_PER_OP  # the profiler's cost per recorded op on the host
+    # The profiler's cost per recorded op on the host, this run's runtime calls spread over
+    # its ops: what a part of the step is charged per op it recorded.
+    ns_per_op: float = OVERHEAD_NS_PER_OP
     cpu_ops: float = 0.0  # CPU ops the profiler recorded per step
+    runtime_calls: float = 0.0  # runtime calls it recorded per step
 
     def host_ms_of(self, dur_ns: float, cpu_ops: float) -> float:
         """Host time without the profiler of a part of the step that took `dur_ns` on the
@@ -150,6 +160,15 @@ def profiled_spans(steps: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+_Count = TypeVar("_Count", float, pd.Series)
+
+
+def profiler_ns(cpu_ops: _Count, runtime_calls: _Count) -> _Count:
+    """The profiler's cost on the host of that many recorded CPU ops and runtime calls (numbers
+    or Series alike)."""
+    return cpu_ops * OVERHEAD_NS_PER_OP + runtime_calls * OVERHEAD_NS_PER_CALL
+
+
 def hook_ms(trace_metadata: pd.DataFrame) -> float | None:
     """The hook's unprofiled median (slowest rank) from the ranks' trace metadata."""
     found = []
@@ -178,11 +197,12 @@ def step_model(
     per = steps.merge(profiled_spans(steps, events), on=["rank", "step"]).merge(
         step_host, on=["rank", "step"], how="left"
     )
-    per = per.fillna({c: 0 for c in ("cpu_ops", "syncs", *WAIT_COLUMNS, "queue_ns")})
-    per_op = float(OVERHEAD_NS_PER_OP)
+    per = per.fillna(
+        {c: 0 for c in ("cpu_ops", "runtime_calls", "syncs", *WAIT_COLUMNS, "queue_ns")}
+    )
     blocked = per[[*WAIT_COLUMNS, "queue_ns"]].sum(axis=1)
     host = (per["dur_ns"] - blocked).clip(lower=0).astype(float)
-    overhead = per["cpu_ops"].astype(float) * per_op
+    overhead = profiler_ns(per["cpu_ops"].astype(float), per["runtime_calls"].astype(float))
     host_unprof = (host - overhead).clip(lower=0)
     gpu = per["gpu_busy_ns"].astype(float)
     span = per["span_ns"].astype(float)
@@ -203,6 +223,8 @@ def step_model(
     med = slowest[
         ["span_ns", "gpu", "host", "host_unprof", "overhead", "modelled", *WAIT_COLUMNS]
     ].median()
+    cpu_ops = float(slowest["cpu_ops"].median())
+    calls = float(slowest["runtime_calls"].median())
     unprofiled, source = hook_ms(trace_metadata), "hook"
     if TAG in tags:
         with contextlib.suppress(ValueError):
@@ -211,9 +233,12 @@ def step_model(
         unprofiled, source = float(med["modelled"]) / 1e6, "model"
     gpu_ms = float(med["gpu"]) / 1e6
     host_ms = min(float(med["host_unprof"]) / 1e6, unprofiled)
-    if not waits.loc[slowest.index].any() and host_ms >= gpu_ms:
+    if not waits.loc[slowest.index].any() and (
+        host_ms >= gpu_ms or gpu_ms < HOST_BOUND_SHARE * unprofiled
+    ):
         # Host-bound with nothing making host and GPU wait for each other: the step is the
-        # host's own time (the model's host estimate is the noisier number).
+        # host's own time (the model's host estimate is the noisier number). A GPU idle for
+        # more than 15 % of such a step says so whatever the host estimate (D93).
         host_ms = unprofiled
     return StepModel(
         profiled_ms=float(med["span_ns"]) / 1e6,
@@ -224,6 +249,7 @@ def step_model(
         host_profiled_ms=float(med["host"]) / 1e6,
         overhead_ms=float(med["overhead"]) / 1e6,
         waits_ms={c.removesuffix("_ns"): float(med[c]) / 1e6 for c in WAIT_COLUMNS},
-        ns_per_op=per_op,
-        cpu_ops=float(slowest["cpu_ops"].median()),
+        ns_per_op=profiler_ns(cpu_ops, calls) / cpu_ops if cpu_ops else OVERHEAD_NS_PER_OP,
+        cpu_ops=cpu_ops,
+        runtime_calls=calls,
     )

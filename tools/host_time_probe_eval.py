@@ -3,10 +3,10 @@
 Each argument is NAME:RECORDING:STORE, a recording folder (its summary.json and traces, as the
 probe or tools/record_validation_pairs.py writes them) and a scratch store for it (ingested
 when new). Per run: the measured unprofiled step U, the GPU time G, the modelled host time H
-(the profiled host time less OVERHEAD_NS_PER_OP per recorded op, less the waits), the same with
-D90's two constants per op and per runtime call, the profiled host time, ops and runtime calls
-per step. For the first recording (the tiny batch, where the step is the host's own time):
-each host model's error against U, and what the profiler cost per op.
+(the profiled host time less the profiler's cost per recorded op and runtime call, less the
+waits), the same with the one cost per op the model had before D93, the profiled host time, ops
+and runtime calls per step. For the first recording (the tiny batch, where the step is the
+host's own time): each host model's error against U, and what the profiler cost per op.
 
     python3 tools/host_time_probe_eval.py tiny:P2_DIR:STORE [full:FULL_DIR:STORE …]
 """
@@ -21,16 +21,18 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from analysis.step_model import OVERHEAD_NS_PER_CALL, OVERHEAD_NS_PER_OP
 from tools.step_model_alternatives import HostRun, host_ms, runs
 
-# D90's least-squares fit over every H200 host-bound run (tools/step_model_alternatives.py):
-# ms per recorded op, per runtime call.
-TWO_CONSTANTS_MS = np.array([2.79e-3, 4.01e-3])
+# The profiler's cost, ms per recorded op and per runtime call: the model's, and the one cost
+# per op it had before D93 (D91's comparison).
+SHIPPED_MS = np.array([OVERHEAD_NS_PER_OP, OVERHEAD_NS_PER_CALL]) / 1e6
+PER_OP_BEFORE_D93_MS = np.array([3.5e-3, 0.0])
 
 
-def two_constant_host_ms(r: HostRun) -> float:
-    """H with D90's two constants, less the waits, as the shipped model's H is."""
-    return max(host_ms(r, TWO_CONSTANTS_MS) - sum(r.error.model.waits_ms.values()), 0.0)
+def host_less_waits_ms(r: HostRun, cost_ms: np.ndarray) -> float:
+    """H with that cost, less the waits, as the model's H is."""
+    return max(host_ms(r, cost_ms) - sum(r.error.model.waits_ms.values()), 0.0)
 
 
 def main() -> None:
@@ -38,18 +40,19 @@ def main() -> None:
     for arg in sys.argv[1:]:
         name, folder, store = arg.split(":")
         print(f"== {name}")
-        print(f"{'run':28s} {'U':>7s} {'G':>7s} {'H':>7s} {'H 2c':>7s} {'H prof':>7s} "
+        print(f"{'run':28s} {'U':>7s} {'G':>7s} {'H':>7s} {'H 1c':>7s} {'H prof':>7s} "
               f"{'ops':>6s} {'calls':>6s}")  # fmt: skip
-        errors: dict[str, list[float]] = {"per op": [], "per op + call": []}
+        errors: dict[str, list[float]] = {"per op + call": [], "per op (before D93)": []}
         cost_us: list[float] = []
         for r in sorted(runs(Path(store), Path(folder), None), key=lambda r: r.error.workload):
             e, m = r.error, r.error.model
-            h2 = two_constant_host_ms(r)
-            print(f"{e.workload:28s} {e.measured_ms:7.2f} {m.gpu_ms:7.2f} {m.host_ms:7.2f} "
-                  f"{h2:7.2f} {m.host_profiled_ms:7.2f} {m.cpu_ops:6.0f} "
-                  f"{r.runtime_calls:6.0f}")  # fmt: skip
+            h2 = host_less_waits_ms(r, SHIPPED_MS)
+            h1 = host_less_waits_ms(r, PER_OP_BEFORE_D93_MS)
+            print(f"{e.workload:28s} {e.measured_ms:7.2f} {m.gpu_ms:7.2f} {h2:7.2f} "
+                  f"{h1:7.2f} {m.host_profiled_ms:7.2f} {m.cpu_ops:6.0f} "
+                  f"{m.runtime_calls:6.0f}")  # fmt: skip
             if first and e.host_bound and m.cpu_ops:
-                for key, h in (("per op", m.host_ms), ("per op + call", h2)):
+                for key, h in (("per op + call", h2), ("per op (before D93)", h1)):
                     errors[key].append(abs(100 * (h - e.measured_ms) / e.measured_ms))
                 cost_us.append(e.profiler_ms * 1e3 / m.cpu_ops)
         if first and cost_us:

@@ -39,14 +39,11 @@ class HostRun:
 
     error: StepError
     group: tuple[str, ...]  # evaluate.model_group: the pairs that run the same model
-    runtime_calls: float  # per step, median
     backlog_ms: float  # median launch-to-start delay of the first recorded step's kernels
 
     @property
     def host_bound(self) -> bool:
-        """step_errors' host-bound runs, less those with a millisecond of blocked copies or
-        allocator calls a step (their host time is partly waiting, not the profiler's)."""
-        return self.error.host_bound and sum(self.error.model.waits_ms.values()) < 1.0
+        return self.error.profiler_bound
 
 
 def backlog_ms(f: Facts) -> float:
@@ -63,7 +60,6 @@ def runs(store: Path, folder: Path, ceilings: Path | None) -> list[HostRun]:
         HostRun(
             error=e,
             group=ev.model_group(workloads[e.workload]["pair"]),
-            runtime_calls=float(facts_of(e.workload).host.step_host["runtime_calls"].median()),
             backlog_ms=backlog_ms(facts_of(e.workload)),
         )
         for e in step_errors(facts_of, workloads)
@@ -76,13 +72,13 @@ def fit(train: list[HostRun], per_call: bool) -> np.ndarray:
         per_op_ns = profiler_cost_per_op_ns(r.error for r in train)
         return np.array([statistics.median(per_op_ns) / 1e6, 0.0])
     extra = np.array([r.error.profiler_ms for r in train])
-    x = np.array([[r.error.model.cpu_ops, r.runtime_calls] for r in train])
+    x = np.array([[r.error.model.cpu_ops, r.error.model.runtime_calls] for r in train])
     return np.asarray(np.linalg.lstsq(x, extra, rcond=None)[0], dtype=float)
 
 
 def host_ms(r: HostRun, cost: np.ndarray) -> float:
     m = r.error.model
-    return max(m.host_profiled_ms - float(cost @ [m.cpu_ops, r.runtime_calls]), 0.0)
+    return max(m.host_profiled_ms - float(cost @ [m.cpu_ops, m.runtime_calls]), 0.0)
 
 
 def error_pct(r: HostRun, cost: np.ndarray) -> float:
@@ -111,8 +107,8 @@ def cross_validated(h200: list[HostRun], per_call: bool) -> list[float]:
 def main() -> None:
     h200 = runs(Path(sys.argv[1]), ev.DATA, ev.CEILINGS)
     h100 = runs(Path(sys.argv[2]), ev.DATA_H100, None)
-    bound200 = [r for r in h200 if r.host_bound and r.error.model.cpu_ops]
-    bound100 = [r for r in h100 if r.host_bound and r.error.model.cpu_ops]
+    bound200 = [r for r in h200 if r.host_bound]
+    bound100 = [r for r in h100 if r.host_bound]
     print(f"host-bound runs: H200 {len(bound200)} in {len({r.group for r in bound200})} model "
           f"groups, H100 {len(bound100)}")  # fmt: skip
     for per_call, name in ((False, "per op"), (True, "per op + call")):
@@ -126,7 +122,7 @@ def main() -> None:
     print("before runs with a backlog of 1 ms or more whose modelled host time reaches the GPU's:")
     for r in h200 + h100:
         m = r.error.model
-        host = m.host_ms_of(m.host_profiled_ms * 1e6, m.cpu_ops)  # the cost per op alone
+        host = m.host_ms_of(m.host_profiled_ms * 1e6, m.cpu_ops)  # the shipped model's
         if r.error.workload.endswith("-before") and r.backlog_ms >= 1.0 and host >= m.gpu_ms:
             print(f"  {r.error.workload:32s} measured {r.error.measured_ms:7.2f}  "
                   f"GPU {m.gpu_ms:7.2f}  host modelled {host:7.2f}  "

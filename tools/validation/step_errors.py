@@ -13,8 +13,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from analysis.facts import Facts
-from analysis.step_model import HOOK_KEY, StepModel, hook_ms, step_model
+from analysis.step_model import HOOK_KEY, HOST_BOUND_SHARE, StepModel, hook_ms, step_model
 from tools.validation.evaluate import OVERHEAD_HALVES, unprofiled_ms
 
 
@@ -32,13 +34,17 @@ class StepError:
     model: StepModel  # the modelled one (no hook, no tag)
 
     @property
+    def profiler_bound(self) -> bool:
+        """Host-bound with under a millisecond of blocked copies or allocator calls a step:
+        the profiled host time less the measured step is then what the profiler cost."""
+        waits_ms = sum(self.model.waits_ms.values())
+        return self.host_bound and waits_ms < 1.0 and self.model.cpu_ops > 0
+
+    @property
     def profiler_ms(self) -> float:
         """The profiled host time less the unprofiled step: on a host-bound run (where that
         step is the host's own time) what the profiler cost."""
         return self.model.host_profiled_ms - self.measured_ms
-
-
-HOST_BOUND_SHARE = 0.85
 
 
 def _without_hook(metadata: str | None) -> str | None:
@@ -83,6 +89,18 @@ def profiler_cost_per_op_ns(errors: Iterable[StepError]) -> list[float]:
     return [
         e.profiler_ms * 1e6 / e.model.cpu_ops for e in errors if e.host_bound and e.model.cpu_ops
     ]
+
+
+def profiler_cost_fit_ns(errors: Iterable[StepError]) -> tuple[float, float]:
+    """The profiler's cost per recorded CPU op and per runtime call (ns), fitted over the
+    profiler-bound runs by least squares on the cost relative to each run's step: the model
+    is judged by its relative error, and an absolute fit lets the longest steps decide."""
+    bound = [e for e in errors if e.profiler_bound]
+    step = np.array([e.measured_ms for e in bound])
+    counts = np.array([[e.model.cpu_ops, e.model.runtime_calls] for e in bound])
+    cost = np.array([e.profiler_ms for e in bound])
+    per_op, per_call = np.linalg.lstsq(counts / step[:, None], cost / step, rcond=None)[0]
+    return float(per_op) * 1e6, float(per_call) * 1e6
 
 
 def step_error_summary(errors: list[StepError]) -> str:
