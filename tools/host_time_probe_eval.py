@@ -3,9 +3,9 @@
 Each argument is NAME:RECORDING:STORE, a recording folder (its summary.json and traces, as the
 probe or tools/record_validation_pairs.py writes them) and a scratch store for it (ingested
 when new). Per run: the measured unprofiled step U, the GPU time G, the modelled host time H
-(the profiled host time less the profiler's cost per recorded op and runtime call, less the
-waits), the same with the one cost per op the model had before D93, the profiled host time, ops
-and runtime calls per step. For the first recording (the tiny batch, where the step is the
+(the profiled host time, its waits already out, less the profiler's cost per recorded op and
+runtime call), the same with the one cost per op the model had before D93, the profiled host
+time, ops and runtime calls per step. For the first recording (the tiny batch, where the step is the
 host's own time): each host model's error against U, and what the profiler cost per op.
 
     python3 tools/host_time_probe_eval.py tiny:P2_DIR:STORE [full:FULL_DIR:STORE …]
@@ -22,17 +22,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analysis.step_model import OVERHEAD_NS_PER_CALL, OVERHEAD_NS_PER_OP
-from tools.step_model_alternatives import HostRun, host_ms, runs
+from tools.step_model_alternatives import host_ms, runs
 
 # The profiler's cost, ms per recorded op and per runtime call: the model's, and the one cost
 # per op it had before D93 (D91's comparison).
 SHIPPED_MS = np.array([OVERHEAD_NS_PER_OP, OVERHEAD_NS_PER_CALL]) / 1e6
 PER_OP_BEFORE_D93_MS = np.array([3.5e-3, 0.0])
-
-
-def host_less_waits_ms(r: HostRun, cost_ms: np.ndarray) -> float:
-    """H with that cost, less the waits, as the model's H is."""
-    return max(host_ms(r, cost_ms) - sum(r.error.model.waits_ms.values()), 0.0)
 
 
 def main() -> None:
@@ -46,8 +41,8 @@ def main() -> None:
         cost_us: list[float] = []
         for r in sorted(runs(Path(store), Path(folder), None), key=lambda r: r.error.workload):
             e, m = r.error, r.error.model
-            h2 = host_less_waits_ms(r, SHIPPED_MS)
-            h1 = host_less_waits_ms(r, PER_OP_BEFORE_D93_MS)
+            h2 = host_ms(r, SHIPPED_MS)
+            h1 = host_ms(r, PER_OP_BEFORE_D93_MS)
             print(f"{e.workload:28s} {e.measured_ms:7.2f} {m.gpu_ms:7.2f} {h2:7.2f} "
                   f"{h1:7.2f} {m.host_profiled_ms:7.2f} {m.cpu_ops:6.0f} "
                   f"{m.runtime_calls:6.0f}")  # fmt: skip
