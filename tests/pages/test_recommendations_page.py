@@ -75,6 +75,7 @@ def test_cards_follow_the_ranking(store_dir: Path) -> None:
     # The ranking's table and each card give that range too; a finding without one, a dash.
     ranked = next(d.value for d in at.dataframe if "likely" in d.value.columns)
     assert list(ranked["id"]) == [r.id for r in recs]
+    assert list(ranked["recommendation"]) == titles
     for r, shown_range in zip(recs, ranked["likely"], strict=True):
         low_high = r.likely_saving_ms
         assert shown_range == (
