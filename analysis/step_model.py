@@ -14,7 +14,9 @@ taken against the step the workload runs unprofiled:
   unprofiled for a GPU-bound step).
 - **H**, the host's own time per step: the ProfilerStep's CPU span less the time spent
   waiting in synchronize calls and blocked launch/copy calls, less the profiler's cost per
-  recorded CPU op and runtime call (OVERHEAD_NS_PER_OP, OVERHEAD_NS_PER_CALL).
+  recorded CPU op and runtime call: a multiple (COST_PER_EVENT_EMPTY) of the median recorded
+  duration of the trace's own aten::empty calls, the host's speed under the profiler, and at
+  most MAX_PROFILER_SHARE of the host time.
 - **S**, serialization: what the unprofiled step has beyond max(G, H), host and GPU waiting
   for each other (a sync per step, a blocking copy, an allocator that synchronizes).
 
@@ -33,21 +35,25 @@ import contextlib
 import json
 import math
 from dataclasses import dataclass
-from typing import TypeVar
 
 import numpy as np
 import pandas as pd
 
 from analysis.ranks import rank_positions
 
-# The profiler's cost on the host (record_shapes and profile_memory, the hook's defaults) per
-# recorded CPU op and per runtime call: least squares over the host-bound validation runs of
-# the H200's tune half and the H100 (tools/fit_step_model.py, D93). A step that launches 2.5
-# calls per op (precision-regnety) pays most of its cost per call, which one cost per op
-# missed (D90, D91). with_stack's extra cost, and the flags' separate costs, did not stand out
-# of the run-to-run spread of those recordings.
-OVERHEAD_NS_PER_OP = 2_900
-OVERHEAD_NS_PER_CALL = 3_100
+# The profiler's cost on the host per recorded CPU op or runtime call, as a multiple of the
+# median recorded duration of the trace's aten::empty calls. That duration is the host's speed
+# under the profiler, flags included, read off the trace itself: the cost per op was 2.3 µs on
+# one H100 machine and 5.6 on another (D91, D94), and any constant missed one of them. Fitted
+# on the H200's tune half alone (tools/fit_step_model.py, D94); a trace without aten::empty
+# pays FALLBACK_NS_PER_EVENT, the tune half's median.
+COST_PER_EVENT_EMPTY = 0.63
+FALLBACK_NS_PER_EVENT = 3_100
+# The most of a step's profiled host time the profiler is charged: the largest share it took
+# on the tune half's profiler-bound runs. A trace whose aten::empty calls are slow beside its
+# other events (HTA's A100 trace: 11 µs, against 4 µs of host time per recorded event) would
+# otherwise lose its whole host time to the profiler.
+MAX_PROFILER_SHARE = 0.55
 HOOK_KEY = "dashboardUnprofiledSteps"
 TAG = "unprofiled_step_ms"
 # Where a run's unprofiled step comes from, as the pages and the report state it.
@@ -80,9 +86,10 @@ class StepModel:
     waits_ms: dict[str, float]  # host waiting per step: sync, scalar_wait, copy_wait, alloc
     # The profiler's cost per recorded op on the host, this run's runtime calls spread over
     # its ops: what a part of the step is charged per op it recorded.
-    ns_per_op: float = OVERHEAD_NS_PER_OP
+    ns_per_op: float = FALLBACK_NS_PER_EVENT
     cpu_ops: float = 0.0  # CPU ops the profiler recorded per step
     runtime_calls: float = 0.0  # runtime calls it recorded per step
+    empty_ns: float = math.nan  # median recorded aten::empty duration (NaN: none recorded)
 
     def host_ms_of(self, dur_ns: float, cpu_ops: float) -> float:
         """Host time without the profiler of a part of the step that took `dur_ns` on the
@@ -160,13 +167,10 @@ def profiled_spans(steps: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-_Count = TypeVar("_Count", float, pd.Series)
-
-
-def profiler_ns(cpu_ops: _Count, runtime_calls: _Count) -> _Count:
-    """The profiler's cost on the host of that many recorded CPU ops and runtime calls (numbers
-    or Series alike)."""
-    return cpu_ops * OVERHEAD_NS_PER_OP + runtime_calls * OVERHEAD_NS_PER_CALL
+def ns_per_event(empty_ns: float) -> float:
+    """The profiler's cost per recorded op or runtime call on a host whose aten::empty calls
+    took `empty_ns` under it (NaN: the fallback)."""
+    return FALLBACK_NS_PER_EVENT if math.isnan(empty_ns) else COST_PER_EVENT_EMPTY * empty_ns
 
 
 def hook_ms(trace_metadata: pd.DataFrame) -> float | None:
@@ -202,7 +206,11 @@ def step_model(
     )
     blocked = per[[*WAIT_COLUMNS, "queue_ns"]].sum(axis=1)
     host = (per["dur_ns"] - blocked).clip(lower=0).astype(float)
-    overhead = profiler_ns(per["cpu_ops"].astype(float), per["runtime_calls"].astype(float))
+    empty = per["empty_ns"].astype(float)
+    empty_ns = float(empty.median()) if empty.notna().any() else math.nan
+    per_event = ns_per_event(empty_ns)
+    recorded = (per["cpu_ops"] + per["runtime_calls"]).astype(float)
+    overhead = np.minimum(recorded * per_event, MAX_PROFILER_SHARE * host)
     host_unprof = (host - overhead).clip(lower=0)
     gpu = per["gpu_busy_ns"].astype(float)
     span = per["span_ns"].astype(float)
@@ -249,7 +257,8 @@ def step_model(
         host_profiled_ms=float(med["host"]) / 1e6,
         overhead_ms=float(med["overhead"]) / 1e6,
         waits_ms={c.removesuffix("_ns"): float(med[c]) / 1e6 for c in WAIT_COLUMNS},
-        ns_per_op=profiler_ns(cpu_ops, calls) / cpu_ops if cpu_ops else OVERHEAD_NS_PER_OP,
+        ns_per_op=float(med["overhead"]) / cpu_ops if cpu_ops else per_event,
         cpu_ops=cpu_ops,
         runtime_calls=calls,
+        empty_ns=empty_ns,
     )

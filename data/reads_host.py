@@ -77,19 +77,21 @@ _CHECKPOINT_ENTRIES = f"""
 
 def step_host(store: Store, run_id: str) -> pd.DataFrame:
     """Per rank and step: cpu_ops, runtime_calls, memory_events (the events the profiler
-    recorded in the step), syncs (…Synchronize calls) and the time the host spent waiting
-    in runtime calls: sync_ns (…Synchronize), copy_wait_ns (memcpy/memset calls of
-    BLOCKED_CALL_NS or more: pageable copies block the host), scalar_wait_ns (such copies
-    of under SCALAR_COPY_BYTES: a value read back, waiting for the GPU), alloc_ns
-    (cudaMalloc/cudaFree: the caching allocator giving memory back; cudaFree synchronizes
-    the device) and queue_ns (launch calls of BLOCKED_CALL_NS or more: a full launch queue,
-    the host running ahead)."""
+    recorded in the step), empty_ns (the median recorded duration of its aten::empty calls, a
+    measure of the host's speed under the profiler; NULL without any), syncs (…Synchronize
+    calls) and the time the host spent waiting in runtime calls: sync_ns (…Synchronize),
+    copy_wait_ns (memcpy/memset calls of BLOCKED_CALL_NS or more: pageable copies block the
+    host), scalar_wait_ns (such copies of under SCALAR_COPY_BYTES: a value read back, waiting
+    for the GPU), alloc_ns (cudaMalloc/cudaFree: the caching allocator giving memory back;
+    cudaFree synchronizes the device) and queue_ns (launch calls of BLOCKED_CALL_NS or more: a
+    full launch queue, the host running ahead)."""
     return store.query(
         f"""
         WITH s AS (SELECT rank, step, ts_ns, ts_ns + dur_ns AS end_ns FROM steps
                    WHERE run_id = $run),
-        ops AS (SELECT rank, step, count(*) AS cpu_ops FROM cpu_ops
-                WHERE run_id = $run AND step IS NOT NULL GROUP BY ALL),
+        ops AS (SELECT rank, step, count(*) AS cpu_ops,
+                       median(dur_ns) FILTER (WHERE name = 'aten::empty') AS empty_ns
+                FROM cpu_ops WHERE run_id = $run AND step IS NOT NULL GROUP BY ALL),
         copied AS (SELECT rank, correlation, bytes FROM gpu_events
                    WHERE run_id = $run AND kind = 'memcpy'),
         calls AS (
@@ -116,7 +118,7 @@ def step_host(store: Store, run_id: str) -> pd.DataFrame:
                 JOIN memory_events m ON m.run_id = $run AND m.rank = s.rank
                  AND m.ts_ns >= s.ts_ns AND m.ts_ns < s.end_ns
                 GROUP BY ALL)
-        SELECT s.rank, s.step, coalesce(ops.cpu_ops, 0) AS cpu_ops,
+        SELECT s.rank, s.step, coalesce(ops.cpu_ops, 0) AS cpu_ops, ops.empty_ns,
                coalesce(calls.runtime_calls, 0) AS runtime_calls,
                coalesce(calls.syncs, 0) AS syncs,
                coalesce(mem.memory_events, 0) AS memory_events,

@@ -1,15 +1,15 @@
-"""Fit the profiler's host cost per recorded CPU op and per runtime call
-(analysis.step_model.OVERHEAD_NS_PER_OP, OVERHEAD_NS_PER_CALL) on validation runs, and state
-the step model's error where it was not fitted.
+"""Fit the profiler's host cost per recorded CPU op or runtime call
+(analysis.step_model.COST_PER_EVENT_EMPTY, a multiple of the trace's median aten::empty
+duration, and FALLBACK_NS_PER_EVENT) on validation runs, and state the step model's error
+where it was not fitted.
 
 The cost is read off profiler-bound runs (GPU time under 85 % of the unprofiled step, no sync,
 under a millisecond of waits: step_errors.StepError.profiler_bound): there the unprofiled
 step is the host's own time, so the profiled host time less the recorder's unprofiled median
-is what the profiler added. The fit (step_errors.profiler_cost_fit_ns) takes the H200's tune
-half (evaluate.OVERHEAD_HALVES) and every H100 run: the tune half alone has no step with
-more than 0.6 runtime calls per op and gives the calls a negative cost (D93). Its error is
-stated on the H200's held-out half; the modelled unprofiled step (no hook, no tag) against
-the recorder's median, for every run of each half.
+is what the profiler added. The fit (step_errors.profiler_cost_fit) takes the H200's tune
+half (evaluate.OVERHEAD_HALVES) alone (D94). Its error is stated on the H200's held-out half
+and on the H100's runs, another machine; the modelled unprofiled step (no hook, no tag)
+against the recorder's median, for every run of each half.
 
 Usage: python3 tools/fit_step_model.py H200_STORE H100_STORE   (scratch stores; made when
 missing, ~7 minutes on 2 cores)
@@ -23,11 +23,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analysis.step_model import OVERHEAD_NS_PER_CALL, OVERHEAD_NS_PER_OP
+from analysis.step_model import COST_PER_EVENT_EMPTY, FALLBACK_NS_PER_EVENT
 from tools.validation import evaluate as ev
 from tools.validation.step_errors import (
     StepError,
-    profiler_cost_fit_ns,
+    profiler_cost_fit,
     step_error_summary,
     step_errors,
 )
@@ -47,11 +47,11 @@ def main() -> None:
     h100 = ev.summary(ev.DATA_H100)
     h100_errors = step_errors(ev.scratch_store(Path(sys.argv[2]), h100, ev.DATA_H100, None), h100)
     tune = [e for e in errors if e.half == "tune"]
-    train = tune + h100_errors
-    per_op, per_call = profiler_cost_fit_ns(train)
-    print(f"fitted on {sum(e.profiler_bound for e in train)} profiler-bound runs (H200 tune "
-          f"half and H100): {per_op:.0f} ns per op, {per_call:.0f} ns per runtime call; the "
-          f"model uses {OVERHEAD_NS_PER_OP} and {OVERHEAD_NS_PER_CALL}")  # fmt: skip
+    multiple, fallback_ns = profiler_cost_fit(tune)
+    print(f"fitted on {sum(e.profiler_bound for e in tune)} profiler-bound runs of the H200's "
+          f"tune half: {multiple:.3f} × the median aten::empty per op or runtime call, "
+          f"{fallback_ns:.0f} ns without one; the model uses {COST_PER_EVENT_EMPTY} and "
+          f"{FALLBACK_NS_PER_EVENT}")  # fmt: skip
     for name, runs in (("H200 tune", tune),
                        ("H200 held-out", [e for e in errors if e.half == "held-out"]),
                        ("H100", h100_errors)):  # fmt: skip

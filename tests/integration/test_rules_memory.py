@@ -38,11 +38,17 @@ def test_small_gpt_step_waits_for_the_host_with_memory_free() -> None:
 
 
 def test_a_larger_batch_saves_at_most_the_host_bound_headroom() -> None:
-    # 8 x 1024 tokens, but the unprofiled step is host-bound (31 ms of host work for 25 ms of
-    # GPU): a 4x batch amortises the launches; the GPU's own work per sample does not shrink.
-    facts = facts_of("h200/train_gpt2_bf16_tuned.pt.trace.json.gz")
+    # GPT-2 124M in transformers, 8 x 1024 tokens (H200 validation run): 53.5 ms a step
+    # measured without the profiler by the hook (56.6 by the recorder), 46.1 ms of it on the
+    # GPU, nothing serializing the two, and the modelled host time over the GPU's. A 4x batch
+    # amortises the launches; the GPU's own work per sample does not shrink, so the saving
+    # stays within the host-bound headroom. (This test used the bf16 GPT-2 fixture, whose
+    # unprofiled step nothing measured: D94's host speed models it GPU-bound, D93's constant
+    # costs host-bound.)
+    facts = sample_facts("batch-gpt2-124m-before.pt.trace.json.gz", VALIDATION)
     model = facts.step_model
     assert model is not None
+    assert model.source == "hook"
     assert model.host_ms > model.gpu_ms
     assert 0 < saving(facts, "small-batch") <= facts.step_ms - model.gpu_ms + 1e-9
 

@@ -1,9 +1,13 @@
 """The step model (analysis/step_model.py) on validation runs, against what was measured beside
-them and not fitted on (D90, D93): the profiler's cost per runtime call, and the host-bound
-call where the modelled host time and the GPU's are close."""
+them and not fitted on (D90, D93, D94): the profiler's cost per runtime call, the host's speed
+read off the trace's own aten::empty calls, and the host-bound call where the modelled host
+time is under the GPU's."""
 
 from __future__ import annotations
 
+import gzip
+import json
+import statistics
 from collections.abc import Callable
 
 import pytest
@@ -14,7 +18,10 @@ from tools.validation import evaluate as ev
 from tools.validation.step_errors import StepError, step_errors
 
 WORKLOADS = ev.summary()
-RUNS = ("precision-regnety-before", "precision-regnety-after", "optimizer-swin-before")
+RUNS = (
+    "precision-regnety-before", "precision-regnety-after", "optimizer-swin-before",
+    "allocator-regnetx-after",
+)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -42,13 +49,45 @@ def test_a_step_of_many_runtime_calls_pays_for_them(modelled: dict[str, StepErro
     assert host_ms <= 1.1 * after_ms
 
 
+def raw_empty_ns(workload: str) -> float:
+    """The median over the trace's ProfilerSteps of each step's median aten::empty duration,
+    read from the trace file itself."""
+    with gzip.open(ev.DATA / WORKLOADS[workload]["trace"]) as f:
+        events = json.load(f)["traceEvents"]
+    x = [e for e in events if e.get("ph") == "X"]
+    steps = [
+        e for e in x if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")
+    ]
+    empty = [e for e in x if e.get("cat") == "cpu_op" and e["name"] == "aten::empty"]
+    per_step = [
+        statistics.median(e["dur"] for e in empty if s["ts"] <= e["ts"] < s["ts"] + s["dur"])
+        for s in steps
+    ]
+    return statistics.median(per_step) * 1e3
+
+
+def test_the_hosts_speed_comes_from_the_trace(modelled: dict[str, StepError]) -> None:
+    # The profiler's cost per op and call is a multiple of the trace's own aten::empty time
+    # (D94). Swin's step under its per-parameter optimizer: the model reads that time as the
+    # trace has it, and its host time (a step of no sync or wait, where the measured 81.1 ms
+    # is the host's own) comes out at 63.5 ms, over the GPU's 58.8 and within 30 % of the
+    # measurement; D93's constant costs put it at 57.5 ms, under the GPU's.
+    e = modelled["optimizer-swin-before"]
+    m = e.model
+    assert m.empty_ns == pytest.approx(raw_empty_ns(e.workload), rel=1e-3)
+    host_ms = m.host_ms_of(m.host_profiled_ms * 1e6, m.cpu_ops)
+    assert host_ms > m.gpu_ms
+    assert abs(host_ms - e.measured_ms) <= 0.3 * e.measured_ms
+
+
 def test_a_gpu_idle_for_a_sixth_of_a_serial_free_step_is_host_bound(
     facts_of: Callable[[str], Facts],
 ) -> None:
-    # Swin's per-parameter optimizer: 81.1 ms measured (the recorder's tag), 58.8 on the GPU, no
-    # sync or wait in the step. The modelled host time comes out just under the GPU's; the
-    # step is the host's all the same, so the optimizer's host time is what fusing it saves.
-    model = facts_of("optimizer-swin-before").step_model
+    # RegNetX once its allocator keeps memory: 50.6 ms measured (the recorder's tag), 42.8 on
+    # the GPU, no sync or wait in the step. The modelled host time, 29.7 ms, comes out well
+    # under the GPU's; the step is the host's all the same (the GPU's time is measured, the
+    # host's only modelled), so a host-side saving is taken against the host.
+    model = facts_of("allocator-regnetx-after").step_model
     assert model is not None
     assert model.source == "tag"
     assert sum(model.waits_ms.values()) < 1.0

@@ -46,13 +46,14 @@ MISSES = {
     ("allocator-opt-s-r7", "within"): "29.83 vs 19.13 (the same pair on the H200: 15.85 vs "
     "17.42, within)",
     ("batch-allocator-opt-s", "within"): "30.38 vs 21.97",
+    ("allocator-deit-s-r7", "within"): "32.42 vs 23.57 since D94 (the host's speed read off "
+    "the trace); within with D93's constant costs",
 } | {(p, "after_clean"): STILL_RAISES_BATCH for p in PAIRS if p.startswith("batch-allocator-")}
 # The cross-GPU recording: pairs of the H200 set's first recordings and its whole-step CUDA
 # graphs, recorded one run after the other on an H100 (2026-12-05 19:17-19:24 UTC)
 MISSES |= {
     ("alignment-peft", "first"): _above("kernel-fusion", "fp8"),
     ("alignment-peft", "within"): "4.77 vs 8.34",
-    ("allocator-gpt2", "first"): _above("small-batch"),
     ("attention-bert", "first"): _above("small-batch", "cuda-graphs"),
     ("graphs-bert-sdpa", "first"): _above("small-batch"),
     ("graphs-coatnet", "first"): "not raised, rightly: the whole-step graph saved 1.73 ms of 70.27",
@@ -73,8 +74,6 @@ MISSES |= {
     ("graphs-swin", "first"): "not raised, rightly: the whole-step graph saved 1.70 ms of 64.53",
     ("host-preprocess-gpt2", "first"): _above("small-batch"),
     ("host-preprocess-gpt2", "within"): "1.96 vs -1.17",
-    ("host-sync-gpt2", "first"): "not raised; removing the sync saved 1.88 ms of 20.85",
-    ("host-sync-gpt2", "within"): "0.00 vs 1.88",
     ("launch-bound-mlp", "within"): "3.98 vs 2.90",
     ("layout-resnet50", "first"): "estimated 0 (minor): the step counts as host-bound (GPU 29.81 "
     "of 31.37 ms, the host taken as the step), so no GPU saving counts; channels_last saved "
@@ -82,7 +81,6 @@ MISSES |= {
     ("layout-resnet50", "within"): "0.00 vs 11.34",
     ("optimizer-gpt2", "first"): _above("small-batch", "cuda-graphs"),
     ("optimizer-vit", "first"): _above("small-batch"),
-    ("precision-lightning", "within"): "5.67 vs 10.21",
 }
 
 
@@ -138,4 +136,4 @@ def test_close_calls_on_pairs_no_rule_was_fitted_to(results: dict[str, ev.PairRe
         own, batch = results[f"allocator-{m}-r7"], results[f"batch-allocator-{m}"]
         if ("small-batch" in own.above) != (batch.measured_ms > own.measured_ms):
             wrong.add(m)
-    assert wrong == {"resnet34", "opt-s"}
+    assert wrong == {"resnet34", "deit-s"}

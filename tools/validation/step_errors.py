@@ -91,16 +91,19 @@ def profiler_cost_per_op_ns(errors: Iterable[StepError]) -> list[float]:
     ]
 
 
-def profiler_cost_fit_ns(errors: Iterable[StepError]) -> tuple[float, float]:
-    """The profiler's cost per recorded CPU op and per runtime call (ns), fitted over the
-    profiler-bound runs by least squares on the cost relative to each run's step: the model
-    is judged by its relative error, and an absolute fit lets the longest steps decide."""
-    bound = [e for e in errors if e.profiler_bound]
+def profiler_cost_fit(errors: Iterable[StepError]) -> tuple[float, float]:
+    """The profiler's cost per recorded op or runtime call as a multiple of the run's median
+    recorded aten::empty duration, fitted over the profiler-bound runs that recorded one by
+    least squares on the cost relative to each run's step (the model is judged by its relative
+    error; an absolute fit lets the longest steps decide); and the fallback cost per event
+    (ns), that multiple of those runs' median aten::empty duration."""
+    bound = [e for e in errors if e.profiler_bound and not np.isnan(e.model.empty_ns)]
     step = np.array([e.measured_ms for e in bound])
-    counts = np.array([[e.model.cpu_ops, e.model.runtime_calls] for e in bound])
-    cost = np.array([e.profiler_ms for e in bound])
-    per_op, per_call = np.linalg.lstsq(counts / step[:, None], cost / step, rcond=None)[0]
-    return float(per_op) * 1e6, float(per_call) * 1e6
+    empty_ms = np.array([e.model.empty_ns for e in bound]) / 1e6
+    x = empty_ms * [e.model.cpu_ops + e.model.runtime_calls for e in bound] / step
+    y = np.array([e.profiler_ms for e in bound]) / step
+    multiple = float(x @ y / (x @ x))
+    return multiple, multiple * float(np.median(empty_ms)) * 1e6
 
 
 def step_error_summary(errors: list[StepError]) -> str:
