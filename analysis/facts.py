@@ -215,6 +215,16 @@ class Facts:
         model = self.step_model if self._host is not None else None
         return model.unprofiled_ms if model is not None else self.profiled_step_ms
 
+    @property
+    def gpu_busy_ms(self) -> float:
+        """The GPU's busy time per step against `step_ms`: the step model's GPU work (the
+        profiler stretches the step, not the kernels, so the profiled timeline's busy share
+        understates it), else the trace's busy share of its step."""
+        model = self.step_model if self._host is not None else None
+        if model is not None:
+            return model.gpu_ms
+        return self.step_ms * self.shares.get("gpu_busy_pct", 100.0) / 100.0
+
     def per_step_ms(self, total_ns: float) -> float:
         """Time summed over all steps and ranks, as ms per step (per rank)."""
         return float(total_ns) / 1e6 / (self.windows * self.ranks)

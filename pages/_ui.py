@@ -174,11 +174,14 @@ def run_page(page: Any) -> None:
         show_error(e)
 
 
-def fmt_time_ns(unix_ns: float | None) -> str:
-    """A Unix-ns time as a date and time in UTC, or an em dash."""
+def fmt_time_ns(unix_ns: float | None, ms: bool = False) -> str:
+    """A Unix-ns time as a date and time in UTC (with milliseconds for spans shorter than a
+    few seconds), or an em dash."""
     if unix_ns is None or unix_ns != unix_ns:
         return "—"
-    return pd.Timestamp(int(unix_ns), unit="ns", tz="UTC").strftime("%Y-%m-%d %H:%M:%S UTC")
+    t = pd.Timestamp(int(unix_ns), unit="ns", tz="UTC")
+    frac = f".{t.microsecond // 1000:03d}" if ms else ""
+    return f"{t.strftime('%Y-%m-%d %H:%M:%S')}{frac} UTC"
 
 
 def selected_run(s: Store) -> str | None:

@@ -194,11 +194,14 @@ else:
     elif during.empty:
         st.caption(f"No telemetry in {md(src.label)} during this run (±1 s).")
     else:
+        # A profiled window is often under a second: whole seconds would read "from 21:57:46
+        # to 21:57:46".
+        short = run_span[1] - run_span[0] < 10e9
         st.caption(
             f"{len(during):,} sample{'s' if len(during) != 1 else ''} from "
-            f"{fmt_time_ns(during['ts_ns'].min())} to {fmt_time_ns(during['ts_ns'].max())} in "
-            f"{md(src.label)}; the trace spans {fmt_time_ns(run_span[0])} to "
-            f"{fmt_time_ns(run_span[1])}"
+            f"{fmt_time_ns(during['ts_ns'].min(), short)} to "
+            f"{fmt_time_ns(during['ts_ns'].max(), short)} in {md(src.label)}; the trace spans "
+            f"{fmt_time_ns(run_span[0], short)} to {fmt_time_ns(run_span[1], short)}"
         )
         drawn = thinned(src, during, POINTS_PER_LINE)
         show_chart(gpu_panels(drawn, RUN_PANELS), key="run_panels")

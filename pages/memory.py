@@ -100,14 +100,14 @@ st.dataframe(
 st.subheader("Allocator calls")
 facts = run_facts(run_id)
 calls = allocator_call_table(facts.allocator_calls, facts.windows if len(facts.steps) else 0)
-st.caption(
+served = (
     f"The caching allocator served {int(dev['allocations']):,} allocations and "
-    f"{int(dev['frees']):,} frees on {labels[pick]}; these reached the driver (each "
-    "cudaFree synchronises the device):"
+    f"{int(dev['frees']):,} frees on {labels[pick]}"
 )
 if calls.empty:
-    st.caption("none: the cache held every allocation.")
+    st.caption(f"{served}; none reached the driver: the cache held every allocation.")
 else:
+    st.caption(f"{served}; these reached the driver (each cudaFree synchronises the device):")
     st.dataframe(
         calls,
         hide_index=True,

@@ -80,12 +80,20 @@ c[3].metric(
 )
 c[4].metric("Kernels", f"{ov.kernel_count:,}", help=f"{fmt_ms(ov.kernel_time_ms)} of kernel time")
 if model is not None:
+    # G and H overlap, so they are not a split of the step: say which one sets its pace.
+    pace = "host's" if model.host_ms >= model.gpu_ms else "GPU's"
+    still = (
+        f", and both stand still {fmt_ms(model.serial_ms)} more (a blocking sync or copy)"
+        if model.serial_ms > 0
+        else ""
+    )
     st.caption(
         f"The profiler added {fmt_pct(model.profiler_share_pct)} to the step "
         f"({fmt_ms(model.profiled_ms)} profiled, {fmt_ms(model.unprofiled_ms)} without it: "
-        f"{BASIS[model.source]}). Per step without it: GPU work {fmt_ms(model.gpu_ms)}, host "
-        f"work {fmt_ms(model.host_ms)}, both standing still (a blocking sync or copy) "
-        f"{fmt_ms(model.serial_ms)}."
+        f"{BASIS[model.source]}). Per step without it, host work {fmt_ms(model.host_ms)} and "
+        f"GPU work {fmt_ms(model.gpu_ms)} overlap (the GPU busy "
+        f"{fmt_pct(100 * model.gpu_ms / max(model.unprofiled_ms, 1e-9))} of the step); the "
+        f"{pace} sets the pace{still}."
     )
 
 if run["events_malformed"]:
@@ -106,13 +114,22 @@ if not per_step.empty:
     fig.add_bar(
         x=per_step["step"],
         y=per_step["step_time_ms"],
-        name="time per step (ms)",
+        name="profiled step (ms)",
         customdata=per_step["kernel_count"],
-        hovertemplate="step %{x}<br>%{y:.2f} ms<br>%{customdata} kernels<extra></extra>",
+        hovertemplate="step %{x}<br>%{y:.2f} ms profiled<br>%{customdata} kernels<extra></extra>",
     )
+    if model is not None:
+        # The bars are the trace's own (profiled) steps; the line is what the user's job
+        # runs at, so the bars are not read as its speed.
+        fig.add_hline(
+            y=model.unprofiled_ms,
+            line_dash="dash",
+            annotation_text=f"without the profiler: {fmt_ms(model.unprofiled_ms)}",
+            annotation_position="top left",
+        )
     fig.update_layout(
         xaxis={"title": "step", "type": "category"},
-        yaxis_title="ms",
+        yaxis_title="step time, profiled (ms)",
         height=280,
         margin={"l": 10, "r": 10, "t": 10, "b": 10},
     )

@@ -114,7 +114,7 @@ def step_line(doc: dict[str, Any]) -> str:
         f"Time per step {fmt(model['unprofiled_step_ms'])} ms without the profiler "
         f"({BASIS.get(model['basis'], model['basis'])}); {fmt(model['profiled_step_ms'])} ms "
         f"profiled, of which the profiler added {fmt(model['profiler_share_pct'], 1)} %. "
-        "Savings are per step of the unprofiled step."
+        "Savings are taken against the unprofiled step."
     )
 
 

@@ -147,7 +147,8 @@ def fused_attention(facts: Facts) -> Finding | None:
             f"a fused kernel doing the same matmul FLOPs at the run's other matmuls' rate "
             f"({rate / 1e3:.1f} TFLOP/s): {ms(fused_ms)} per step",
             f"{launches:,.0f} fewer launches per step: {ms(host_ms)} of host time at the "
-            f"run's {ms(facts.host_ms_per_launch)} per launch (without the profiler)",
+            f"run's {ms(facts.host_ms_per_launch)} of host work per kernel launched (without "
+            "the profiler)",
         ),
         why=(
             "Unfused attention writes the S×S score matrix to HBM and reads it back for the "
@@ -308,7 +309,7 @@ def kernel_fusion(facts: Facts) -> Finding | None:
             f"the chain with most to gain: {example}",
             f"{launches:,.0f} fewer launches per step (a fused chain keeps one kernel per "
             f"normalisation, reduction or softmax in it): {ms(host_ms)} of host time at the "
-            "run's time per launch (without the profiler)",
+            "run's host work per kernel launched (without the profiler)",
         ),
         why=(
             "Each kernel of an unfused chain writes its result to HBM and the next reads it "

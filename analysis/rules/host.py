@@ -230,15 +230,18 @@ def cuda_graphs(facts: Facts) -> Finding | None:
     launches = facts.launches
     calls = float(launches["calls"].sum()) / steps
     cpu_us = float(launches["cpu_ns"].sum()) / max(float(launches["calls"].sum()), 1.0) / 1e3
-    busy = facts.shares.get("gpu_busy_pct", 0.0)
+    busy = 100 * facts.gpu_busy_ms / max(facts.step_ms, 1e-9)
+    unprofiled = " without the profiler" if model is not None else ""
     return Finding(
         host_ms=saving,
         confidence="high" if host_wait >= 50 else "medium",
         evidence=(
-            f"GPU busy {busy:.0f} % of the step; idle waiting for the host {host_wait:.0f} %",
+            f"GPU busy {busy:.0f} % of the {ms(facts.step_ms)} step{unprofiled}; on the "
+            f"profiled timeline idle waiting for the host {host_wait:.0f} % of it",
             gap_text + (" (without the profiler)" if model is not None else ""),
-            f"{calls:,.0f} launch calls per step, {cpu_us:.1f} µs of host time each; median "
-            f"kernel {median_us:.1f} µs; {graphed:,} of {total:,} kernels from CUDA graphs",
+            f"{calls:,.0f} launch calls per step, {cpu_us:.1f} µs each inside the CUDA runtime "
+            f"(profiled); median kernel {median_us:.1f} µs; {graphed:,} of {total:,} kernels "
+            "from CUDA graphs",
         ),
         why=(
             "Kernels finish faster than the host can launch them, so the GPU waits between "

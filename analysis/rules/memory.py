@@ -43,9 +43,7 @@ def _input_ms(facts: Facts) -> float:
 def small_batch(facts: Facts) -> Finding | None:
     th = CATALOG["small-batch"].thresholds
     model = facts.step_model
-    busy_pct = facts.shares.get("gpu_busy_pct", 100.0)
-    if model is not None:  # the profiled timeline's busy share understates it
-        busy_pct = 100 * model.gpu_ms / max(model.unprofiled_ms, 1e-9)
+    busy_pct = 100 * facts.gpu_busy_ms / max(facts.step_ms, 1e-9)
     # Without a step model, only a mostly idle GPU says the host bounds the step.
     if not facts.is_training or (model is None and busy_pct > th["max_gpu_busy_pct"]):
         return None

@@ -127,7 +127,8 @@ def recommend(facts: Facts) -> list[Recommendation]:
         if saving <= 0 and found.gpu_ms + found.host_ms + found.serial_ms <= 0:
             continue
         entry, record = CATALOG[rule_id], TRACK_RECORD.get(rule_id)
-        pct = 100.0 * saving / step if step else 0.0
+        # Rounded as the JSON report carries it, so the page and the report print one figure.
+        pct = round(100.0 * saving / step, 3) if step else 0.0
         out.append(
             Recommendation(
                 id=rule_id,

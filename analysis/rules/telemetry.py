@@ -52,12 +52,7 @@ def power_throttling(facts: Facts) -> Finding | None:
     if share < th["min_throttled_share"]:
         return None
     loss = ((1 - clock / top) * throttled).mean()
-    model = facts.step_model
-    busy_ms = (
-        model.gpu_ms
-        if model is not None
-        else facts.step_ms * facts.shares.get("gpu_busy_pct", 100.0) / 100.0
-    )
+    busy_ms = facts.gpu_busy_ms
     busy = busy_ms / max(facts.step_ms, 1e-9)
     saving = busy_ms * float(loss)
     if 100 * saving / max(facts.step_ms, 1e-9) < th["min_share_pct"]:

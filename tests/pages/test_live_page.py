@@ -99,9 +99,14 @@ def test_live_page_shows_a_trace_runs_telemetry(store_dir: Path) -> None:
     captions = [c.value for c in at.caption]
     window = rt.run_window(Store(store_dir), Store(store_dir).runs()["run_id"].iloc[0])
     assert window is not None
-    start = pd.Timestamp(window[0], unit="ns", tz="UTC").strftime("%Y-%m-%d %H:%M:%S UTC")
+    # A window under a second is given to the millisecond, not "from 21:57:46 to 21:57:46".
+    start, end = (pd.Timestamp(t, unit="ns", tz="UTC") for t in window)
+    assert (end - start).total_seconds() < 1
+    span = " to ".join(
+        f"{t.strftime('%Y-%m-%d %H:%M:%S')}.{t.microsecond // 1000:03d} UTC" for t in (start, end)
+    )
     assert any(
-        c.startswith("2 samples from 20") and f"the trace spans {start}" in c for c in captions
+        c.startswith("2 samples from 20") and f"the trace spans {span}" in c for c in captions
     ), captions
     assert len(chart_specs(at)) == 2
 

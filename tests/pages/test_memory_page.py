@@ -4,6 +4,9 @@ the headroom, against the raw JSON counted with the stdlib."""
 
 from __future__ import annotations
 
+import gzip
+import json
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,12 +21,14 @@ NAIVE = fixture("h200/train_gpt2_fp32_naive.pt.trace.json.gz")
 BERT = fixture("foreign/tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz")
 NO_MEMORY = fixture("foreign/tracelens/b200/eager_trace.json.gz")  # no profile_memory
 CPU_ONLY = TEST_DATA / "cpu_mlp.pt.trace.json.gz"  # the CPU allocator's events only
+# A cache emptied every step: 32 cudaMalloc and 32 cudaFree reach the driver.
+EMPTIED = TEST_DATA / "validation_h200" / "allocator-gpt2-before.pt.trace.json.gz"
 GIB = 2**30
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[Path, str]]:
-    yield from page_runs(tmp_path_factory, (NAIVE, BERT, NO_MEMORY, CPU_ONLY))
+    yield from page_runs(tmp_path_factory, (NAIVE, BERT, NO_MEMORY, CPU_ONLY, EMPTIED))
 
 
 def page(run_id: str) -> AppTest:
@@ -75,3 +80,24 @@ def test_a_cpu_only_trace_shows_the_cpu_allocator(runs: dict[Path, str]) -> None
     assert list(every.index) == ["cpu"]
     assert every.loc["cpu", "peak_allocated_gib"] == pytest.approx(raw.peak_allocated / GIB)
     assert at.metric[2].value == "—"  # no device memory for the CPU: no headroom
+
+
+def _driver_calls(trace: Path) -> dict[str, int]:
+    """cudaMalloc/cudaFree runtime calls in the raw JSON, counted with the stdlib."""
+    with gzip.open(trace) as f:
+        events = json.load(f)["traceEvents"]
+    calls = Counter(e.get("name") for e in events if e.get("cat") == "cuda_runtime")
+    return {n: calls[n] for n in ("cudaMalloc", "cudaFree") if calls[n]}
+
+
+@pytest.mark.parametrize("trace", [NAIVE, EMPTIED], ids=["cache-held", "cache-emptied"])
+def test_the_allocator_calls_that_reached_the_driver(runs: dict[Path, str], trace: Path) -> None:
+    at = page(runs[trace])
+    raw = _driver_calls(trace)
+    (caption,) = [c.value for c in at.caption if c.value.startswith("The caching allocator")]
+    if not raw:
+        assert caption.endswith("; none reached the driver: the cache held every allocation.")
+        return
+    assert caption.endswith("; these reached the driver (each cudaFree synchronises the device):")
+    table = at.dataframe[1].value.set_index("name")
+    assert {n: int(table.loc[n, "calls"]) for n in raw} == raw

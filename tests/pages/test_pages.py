@@ -11,8 +11,11 @@ from helpers.pages import chart_specs, dashboard_store, shown
 from helpers.paths import REPO, SAMPLES
 from streamlit.testing.v1 import AppTest
 
+from analysis.facts import Facts
+from analysis.load import load_host, load_run
 from collectors.ingest import ingest
 from data.store import Store
+from pages._ui import fmt_ms
 
 SAMPLE = SAMPLES / "gpt_train_bf16.pt.trace.json.gz"
 OTHER = SAMPLES / "decode_b1_eager.pt.trace.json.gz"
@@ -89,9 +92,21 @@ def test_overview_matches_the_store(store_dir: Path) -> None:
     assert len(top) == 10
     assert top["total_ms"].iloc[0] == pytest.approx(float(top_ns) / 1e6)
     assert kernels > 10
-    # The steps chart: one bar per step.
+    # The steps chart: one bar per (profiled) step, and the unprofiled step as a line, so the
+    # bars are not read as the job's speed.
     (steps,) = chart_specs(at)
     assert [t["type"] for t in steps["data"]] == ["bar"]
+    model = Facts(load_run(s, run_id), load_host(s, run_id)).step_model
+    assert model is not None
+    (line,) = steps["layout"]["shapes"]
+    assert line["y0"] == line["y1"] == pytest.approx(model.unprofiled_ms)
+    assert metrics["Step, unprofiled"] == fmt_ms(model.unprofiled_ms)
+    # G and H overlap: the caption says which sets the pace and what stands still on top.
+    (caption,) = [c.value for c in at.caption if c.value.startswith("The profiler added")]
+    pace = "host's" if model.host_ms >= model.gpu_ms else "GPU's"
+    assert f"host work {fmt_ms(model.host_ms)} and GPU work {fmt_ms(model.gpu_ms)}" in caption
+    assert f"the {pace} sets the pace" in caption
+    assert (f"both stand still {fmt_ms(model.serial_ms)} more" in caption) == (model.serial_ms > 0)
 
 
 def test_upload_ingests_a_trace(store_dir: Path) -> None:
