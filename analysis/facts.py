@@ -153,7 +153,7 @@ class Facts:
             return 0.0
         dur, ops = float(r["dur_ns"].sum()), float(r["cpu_ops"].sum())
         model = self.step_model
-        total = model.host_ms_of(dur, ops) * 1e6 if model is not None else dur
+        total = model.part_host_ms(dur, ops) * 1e6 if model is not None else dur
         return self.per_step_ms(total)
 
     @cached_property

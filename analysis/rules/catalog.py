@@ -117,7 +117,8 @@ _RULES = (
         "(no multi_tensor_apply / fused Adam kernel)",
         "GPU time: the optimizer's kernel time minus one fused pass (7 reads+writes of every "
         "fp32 parameter state at the bandwidth ceiling); host time: Optimizer.step's host "
-        "time without the profiler less a fused step's loop over the tensors",
+        "time without the profiler (its share of the step's host time) less a fused step's "
+        "loop over the tensors",
         "opt = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)  # or foreach=True",
         {"min_kernels_per_step": 200.0, "min_share_pct": 0.5},
     ),
@@ -196,7 +197,8 @@ _RULES = (
         "host), its share of the step's waiting that the allocator calls account for (without "
         "ProfilerSteps, the GPU idle during them), and at least the calls' own host time; "
         "recomputation: the GPU time of the kernels "
-        "it launches and its host time without the profiler × `checkpoint_host_factor` (the "
+        "it launches and its host time without the profiler (its share of the step's host "
+        "time) × `checkpoint_host_factor` (the "
         "checkpointed forward's ops run slower under the saved-tensor hooks)",
         "# keep the cache: drop torch.cuda.empty_cache() from the loop, unset\n"
         "# PYTORCH_NO_CUDA_MEMORY_CACHING, and against fragmentation:\n"
@@ -204,7 +206,7 @@ _RULES = (
         "# with memory to spare, keep activations instead of recomputing them:\n"
         "model.gradient_checkpointing_disable()  # timm: model.set_grad_checkpointing(False)",
         {"max_peak_memory_pct": 50.0, "near_capacity_pct": 90.0, "min_calls_per_step": 1.0,
-         "min_share_pct": 0.5, "checkpoint_host_factor": 1.4},
+         "min_share_pct": 0.5, "checkpoint_host_factor": 1.6},
     ),
     Entry(
         "comm-overlap", "Overlap gradient communication with backward", "Distributed communication",

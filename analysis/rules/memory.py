@@ -209,9 +209,9 @@ def _recompute(facts: Facts, peak_pct: float) -> Finding | None:
     model = facts.step_model
     # The checkpointed forward's own ops also run slower under the saved-tensor hooks, which
     # the trace gives no reference for (D65): a share of the checkpoint's host time fitted on
-    # the tune half's seven recompute pairs (D87).
+    # the tune half's seven recompute pairs (D87, again with the host scale in D95).
     host_ms = (
-        model.host_ms_of(host_ns, cpu_ops) * th["checkpoint_host_factor"]
+        model.part_host_ms(host_ns, cpu_ops) * th["checkpoint_host_factor"]
         if model is not None
         else host_ns / 1e6
     ) / steps

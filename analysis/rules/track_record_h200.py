@@ -51,14 +51,14 @@ TRACK_RECORD = {
     ),
     "fused-optimizer": Record(
         pairs=10,
-        within=6,
+        within=7,
         held_out=6,
         held_out_within=4,
-        median_error_pct=32,
+        median_error_pct=28,
         range_pairs=10,
         range_held_out=False,
-        low_ratio=0.84,
-        high_ratio=2.57,
+        low_ratio=0.83,
+        high_ratio=1.86,
     ),
     "gpu-starvation": Record(
         pairs=8,
@@ -95,14 +95,14 @@ TRACK_RECORD = {
     ),
     "memory-headroom": Record(
         pairs=54,
-        within=49,
+        within=48,
         held_out=31,
-        held_out_within=28,
-        median_error_pct=16,
+        held_out_within=27,
+        median_error_pct=15,
         range_pairs=31,
         range_held_out=True,
-        low_ratio=0.75,
-        high_ratio=1.3,
+        low_ratio=0.71,
+        high_ratio=1.25,
     ),
     "mixed-precision": Record(
         pairs=7,
@@ -163,8 +163,8 @@ TRACK_RECORD = {
 
 # The ranking's order on the rival pairs, by whether the likely ranges overlap
 ORDER_RECORD = OrderRecord(
-    overlap_pairs=19,
-    overlap_right=11,
-    apart_pairs=11,
-    apart_right=10,
+    overlap_pairs=21,
+    overlap_right=12,
+    apart_pairs=9,
+    apart_right=8,
 )

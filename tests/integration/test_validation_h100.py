@@ -69,7 +69,7 @@ MISSES |= {
     ("graphs-opt", "within"): "3.96 vs 6.38",
     ("graphs-qwen2", "first"): _above("small-batch"),
     ("graphs-recompute-bert", "first"): _above("small-batch"),
-    ("graphs-recompute-convnext", "first"): _above("small-batch"),
+    ("graphs-recompute-convnext", "first"): _above("small-batch", "memory-headroom"),
     ("graphs-regnety", "first"): _above("small-batch"),
     ("graphs-swin", "first"): "not raised, rightly: the whole-step graph saved 1.70 ms of 64.53",
     ("host-preprocess-gpt2", "first"): _above("small-batch"),
@@ -81,6 +81,12 @@ MISSES |= {
     ("layout-resnet50", "within"): "0.00 vs 11.34",
     ("optimizer-gpt2", "first"): _above("small-batch", "cuda-graphs"),
     ("optimizer-vit", "first"): _above("small-batch"),
+}
+# D95 (a host-bound step's parts priced at its measured host time) raised the three fused-
+# optimizer estimates: optimizer-gpt2 8.99 -> 10.39 and optimizer-vit 5.32 -> 6.88 ms (12.41
+# and 7.52 measured), and this one past the tolerance.
+MISSES |= {
+    ("optimizer-gpt2-r2", "within"): "11.61 vs 8.23 since D95 (8.73 before it)",
 }
 
 

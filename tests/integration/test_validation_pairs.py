@@ -64,11 +64,6 @@ MISSES = {
     "the host than the same workload recorded again (optimizer-gpt2-r2: within)",
     ("optimizer-gpt2-124m", "first"): "kernel-fusion ranks above it, and on this before run "
     "torch.compile saved 7.39 ms against this fix's 11.53 (small-batch, also above, saved more)",
-    ("optimizer-gpt2-124m", "within"): "7.88 vs 14.41: the before steps alternate between 51 "
-    "and 71 ms; the estimate has only the optimizer's own host time",
-    ("recompute-vit-r4", "first"): "cuda-graphs ranks above it, unmeasured in this session "
-    "(it saved 22.99 ms against this fix's 20.12 in the fifth one; small-batch, also above, "
-    "saved more)",
     ("recompute-vit-r5", "first"): "small-batch, unmeasured in this session, ranks above it "
     "(cuda-graphs, also above, saved more: 22.99 against 20.12 ms)",
     ("graphs-recompute-vit", "first"): "small-batch ranks above it, unmeasured in this session "
@@ -187,8 +182,6 @@ MISSES |= {
     ("host-preprocess-llama-r6", "first"): "cuda-graphs ranks above it, unmeasured on this "
     "workload (capture drops the batch built on the host); small-batch, also above, saved "
     "33.22 ms against 15.09",
-    ("recompute-opt-r6", "first"): "cuda-graphs ranks above it and saved 18.71 ms against this "
-    "fix's 23.45 (small-batch, also above, saved 29.30)",
     # D87 (the checkpointed forward's slower ops, 0.4 x the checkpoint's host time) moves
     # memory-headroom above a rival that measured more, or past the same pair again
 }
@@ -237,8 +230,15 @@ MISSES |= {
     "6.57 measured",
     ("recompute-gpt2-reentrant", "first"): "kernel-fusion ranks above it since D94; this fix "
     "7.88 estimated, 8.74 measured",
-    ("recompute-neox-r6", "first"): "cuda-graphs ranks above it since D94, unmeasured on this "
-    "workload (small-batch, also above, saved more: 27.40 ms against 15.90)",
+}
+
+# D95 (a host-bound step's parts share its measured host time; checkpoint_host_factor refitted
+# to 1.6 on the tune half) raised the optimizer and checkpointing estimates: four checks
+# passed since, these two failed.
+MISSES |= {
+    ("graphs-recompute-convnext", "first"): "memory-headroom ranks above it since D95 (29.87 "
+    "estimated); the checkpointing fix saved 25.59 ms against the graph's 32.84",
+    ("recompute-neox-r6", "within"): "23.82 vs 15.90 since D95 (21.34 before it)",
 }
 
 
