@@ -175,8 +175,8 @@ def run_page(page: Any) -> None:
 
 
 def fmt_time_ns(unix_ns: float | None, ms: bool = False) -> str:
-    """A Unix-ns time as a date and time in UTC (with milliseconds for spans shorter than a
-    few seconds), or an em dash."""
+    """A Unix-ns time as a date and time in UTC (to the millisecond with `ms`: a caller
+    showing a span of a few seconds), or an em dash."""
     if unix_ns is None or unix_ns != unix_ns:
         return "—"
     t = pd.Timestamp(int(unix_ns), unit="ns", tz="UTC")
