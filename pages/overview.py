@@ -73,7 +73,9 @@ c[2].metric(
     help="Median span of the GPU work each step launched on the trace's timeline (slowest rank)",
 )
 c[3].metric(
-    "GPU busy",
+    # Beside the unprofiled step, say whose timeline this share is of (the caption gives the
+    # unprofiled one).
+    "GPU busy, profiled" if model is not None else "GPU busy",
     fmt_pct(ov.gpu_busy_pct),
     help="Time with any GPU activity (any stream) over the profiled GPU time; the Breakdown "
     "page splits the rest",
@@ -92,7 +94,8 @@ if model is not None:
         f"({fmt_ms(model.profiled_ms)} profiled, {fmt_ms(model.unprofiled_ms)} without it: "
         f"{BASIS[model.source]}). Per step without it, host work {fmt_ms(model.host_ms)} and "
         f"GPU work {fmt_ms(model.gpu_ms)} overlap (the GPU busy "
-        f"{fmt_pct(100 * model.gpu_ms / max(model.unprofiled_ms, 1e-9))} of the step); the "
+        f"{fmt_pct(100 * model.gpu_ms / max(model.unprofiled_ms, 1e-9))} of the step without "
+        "it); the "
         f"{pace} sets the pace{still}."
     )
 

@@ -101,6 +101,7 @@ def test_overview_matches_the_store(store_dir: Path) -> None:
     (line,) = steps["layout"]["shapes"]
     assert line["y0"] == line["y1"] == pytest.approx(model.unprofiled_ms)
     assert metrics["Step, unprofiled"] == fmt_ms(model.unprofiled_ms)
+    assert "GPU busy, profiled" in metrics  # the caption gives the unprofiled share
     # G and H overlap: the caption says which sets the pace and what stands still on top.
     (caption,) = [c.value for c in at.caption if c.value.startswith("The profiler added")]
     pace = "host's" if model.host_ms >= model.gpu_ms else "GPU's"
