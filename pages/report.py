@@ -64,7 +64,11 @@ c = st.columns(6 if unprofiled else 5)
 if unprofiled:
     c.pop(0).metric("Step, unprofiled", fmt_ms(m["unprofiled_step_ms"]))
 c[0].metric("Step, profiled" if unprofiled else "Time per step", fmt_ms(m["step_time_ms"]))
-c[1].metric("GPU busy", fmt_pct(m["gpu_busy_pct"]), help="of the profiled GPU time")
+c[1].metric(
+    "GPU busy, profiled" if unprofiled else "GPU busy",
+    fmt_pct(m["gpu_busy_pct"]),
+    help="of the profiled GPU time",
+)
 c[2].metric("MFU", fmt_pct(m["mfu_pct"]))
 c[3].metric("HBM bandwidth", fmt_pct(m["hbm_bw_util_pct"]))
 c[4].metric("Kernels", f"{m['kernel_count']:,}")

@@ -78,7 +78,12 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
     lines = [
         f"Run {run['name']} ({run['id']}) on {run['device_name'] or 'an unnamed device'}, {ranks}.",
         step_line(doc),
-        f"GPU busy {fmt(m['gpu_busy_pct'], 1)} % "
+        (
+            "On the profiled timeline, GPU busy "
+            if m["unprofiled_step_ms"] is not None
+            else "GPU busy "
+        )
+        + f"{fmt(m['gpu_busy_pct'], 1)} % "
         f"(compute {fmt(m['compute_pct'], 1)} %, exposed comm {fmt(m['comm_pct'], 1)} %, "
         f"copies {fmt(m['memcpy_pct'], 1)} %, memsets {fmt(m['memset_pct'], 1)} %), "
         f"idle {fmt(m['idle_pct'], 1)} %; {fmt(m['kernel_count'])} kernels, "
