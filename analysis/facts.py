@@ -225,6 +225,12 @@ class Facts:
             return model.gpu_ms
         return self.step_ms * self.shares.get("gpu_busy_pct", 100.0) / 100.0
 
+    @property
+    def step_busy_pct(self) -> float:
+        """`gpu_busy_ms` as a share of `step_ms`, the figure every finding quotes (the trace's
+        own busy share, `shares["gpu_busy_pct"]`, is of the profiled timeline)."""
+        return 100 * self.gpu_busy_ms / max(self.step_ms, 1e-9)
+
     def per_step_ms(self, total_ns: float) -> float:
         """Time summed over all steps and ranks, as ms per step (per rank)."""
         return float(total_ns) / 1e6 / (self.windows * self.ranks)

@@ -94,7 +94,7 @@ if model is not None:
         f"({fmt_ms(model.profiled_ms)} profiled, {fmt_ms(model.unprofiled_ms)} without it: "
         f"{BASIS[model.source]}). Per step without it, host work {fmt_ms(model.host_ms)} and "
         f"GPU work {fmt_ms(model.gpu_ms)} overlap (the GPU busy "
-        f"{fmt_pct(100 * model.gpu_ms / max(model.unprofiled_ms, 1e-9))} of the step without "
+        f"{fmt_pct(facts.step_busy_pct)} of the step without "
         "it); the "
         f"{pace} sets the pace{still}."
     )

@@ -230,7 +230,7 @@ def cuda_graphs(facts: Facts) -> Finding | None:
     launches = facts.launches
     calls = float(launches["calls"].sum()) / steps
     cpu_us = float(launches["cpu_ns"].sum()) / max(float(launches["calls"].sum()), 1.0) / 1e3
-    busy = 100 * facts.gpu_busy_ms / max(facts.step_ms, 1e-9)
+    busy = facts.step_busy_pct
     unprofiled = " without the profiler" if model is not None else ""
     return Finding(
         host_ms=saving,

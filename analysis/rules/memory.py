@@ -43,7 +43,7 @@ def _input_ms(facts: Facts) -> float:
 def small_batch(facts: Facts) -> Finding | None:
     th = CATALOG["small-batch"].thresholds
     model = facts.step_model
-    busy_pct = 100 * facts.gpu_busy_ms / max(facts.step_ms, 1e-9)
+    busy_pct = facts.step_busy_pct
     # Without a step model, only a mostly idle GPU says the host bounds the step.
     if not facts.is_training or (model is None and busy_pct > th["max_gpu_busy_pct"]):
         return None

@@ -52,9 +52,7 @@ def power_throttling(facts: Facts) -> Finding | None:
     if share < th["min_throttled_share"]:
         return None
     loss = ((1 - clock / top) * throttled).mean()
-    busy_ms = facts.gpu_busy_ms
-    busy = busy_ms / max(facts.step_ms, 1e-9)
-    saving = busy_ms * float(loss)
+    saving = facts.gpu_busy_ms * float(loss)
     if 100 * saving / max(facts.step_ms, 1e-9) < th["min_share_pct"]:
         return None
     reasons = sorted({r for m in mask[throttled] for r in clock_reasons(int(m) & THROTTLE_BITS)})
@@ -67,8 +65,8 @@ def power_throttling(facts: Facts) -> Finding | None:
             f"{', '.join(reasons)}",
             f"SM clock {c.median():.0f} MHz (median of those samples, lowest {c.min():.0f}) "
             f"against a maximum of {top[throttled].max():.0f} MHz",
-            f"GPU busy {100 * busy:.0f} % of the step: {ms(saving)} per step is the busy time "
-            "lost to the lower clock",
+            f"GPU busy {facts.step_busy_pct:.0f} % of the step: {ms(saving)} per step is the "
+            "busy time lost to the lower clock",
         ),
         why=(
             "Kernel time stretches as the SM clock drops. Over the run's samples, the mean of "
