@@ -4,8 +4,6 @@ the headroom, against the raw JSON counted with the stdlib."""
 
 from __future__ import annotations
 
-import gzip
-import json
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +13,7 @@ import pytest
 from helpers.pages import open_page, page_runs
 from helpers.paths import TEST_DATA, fixture
 from helpers.raw_ops import raw_memory
+from helpers.raw_trace import load_trace_json, trace_events
 from streamlit.testing.v1 import AppTest
 
 NAIVE = fixture("h200/train_gpt2_fp32_naive.pt.trace.json.gz")
@@ -84,8 +83,7 @@ def test_a_cpu_only_trace_shows_the_cpu_allocator(runs: dict[Path, str]) -> None
 
 def _driver_calls(trace: Path) -> dict[str, int]:
     """cudaMalloc/cudaFree runtime calls in the raw JSON, counted with the stdlib."""
-    with gzip.open(trace) as f:
-        events = json.load(f)["traceEvents"]
+    events = trace_events(load_trace_json(trace))
     calls = Counter(e.get("name") for e in events if e.get("cat") == "cuda_runtime")
     return {n: calls[n] for n in ("cudaMalloc", "cudaFree") if calls[n]}
 
