@@ -148,6 +148,7 @@ for i, (r, (top, first)) in enumerate(zip(recs, behind, strict=True), 1):
         if r.close_call:
             st.info(md(r.close_call, None), icon=":material/balance:")
         with st.expander("Why this saving"):
+            st.markdown(md(r.saving_basis, None))
             st.markdown(md(r.why, None))
             st.caption(
                 md(f"Detects: {CATALOG[r.id].detects}. Estimate: {CATALOG[r.id].saving}.", None)

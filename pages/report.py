@@ -80,6 +80,7 @@ if not recs:
 for n, rec in enumerate(recs, start=1):
     with st.expander(f"{n}. {md(rec['title'], None)} · {md(saving_text(rec))}", expanded=n == 1):
         st.markdown(md(rec.get("why") or "", None))
+        st.caption(md(rec.get("saving_basis") or "", None))
         st.markdown("\n".join(f"- {md(e)}" for e in rec.get("evidence") or []))
         st.code(str(rec.get("fix") or ""), language="python")
 

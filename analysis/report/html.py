@@ -73,12 +73,14 @@ def _recommendation(r: Recommendation) -> str:
     targets = targets_text(rec)
     track = str(rec.get("track_record") or "")
     close = str(rec.get("close_call") or "")
+    basis = str(rec.get("saving_basis") or "")
     return f"""<article class="rec" id="rec-{escape(str(rec.get("id", r.rank)))}">
 <h3>{r.rank}. {escape(str(rec.get("title", "")))}</h3>
 <p><span class="badge">{escape(str(rec.get("id", "")))}</span> {escape(saving_text(rec))}</p>
 {f'<p class="muted">{escape(track)}</p>' if track else ""}
 {f'<p class="close">{escape(close)}</p>' if close else ""}
 <p>{escape(str(rec.get("why") or ""))}</p>
+{f'<p class="muted">{escape(basis)}</p>' if basis else ""}
 {f'<p class="muted">{escape(targets)}</p>' if targets else ""}
 <h4>Evidence</h4><ul>{evidence}</ul>
 <h4>Fix</h4><pre><code class="language-python">{escape(str(rec.get("fix") or ""))}</code></pre>

@@ -51,6 +51,8 @@ def _recommendation(r: Recommendation) -> str:
         f"`{rec.get('id', '')}` · {md_escape(saving_text(rec))}",
         md_escape(str(rec.get("why") or "")),
     ]
+    if basis := rec.get("saving_basis"):
+        parts.append(md_escape(str(basis)))
     if track := rec.get("track_record"):
         parts.insert(2, f"*{md_escape(str(track))}*")
     if close := rec.get("close_call"):

@@ -139,6 +139,8 @@ def _recommendation(pdf: FPDF, r: Recommendation) -> None:
         _text(pdf, str(rec["close_call"]), SMALL_PT, "B")
     if rec.get("why"):
         _text(pdf, str(rec["why"]))
+    if rec.get("saving_basis"):
+        _text(pdf, str(rec["saving_basis"]), SMALL_PT)
     if targets := targets_text(rec, NAME_CHARS):
         _text(pdf, targets, SMALL_PT)
     _keep(pdf, 3 * LINE_MM)  # the label and the first line of evidence

@@ -26,6 +26,7 @@ from analysis.rules import (
 )
 from analysis.rules.catalog import CATALOG
 from analysis.rules.registry import Finding, Rule
+from analysis.rules.saving_basis import saving_basis
 from analysis.rules.track_record import (
     close_call_text,
     likely_saving_ms,
@@ -63,6 +64,7 @@ class Recommendation:
     # higher-ranked ids whose likely ranges overlap this one's: which saves more is uncertain
     close_to: tuple[str, ...] = ()
     close_call: str = ""  # what that means, with the ranking's record on such pairs
+    saving_basis: str = ""  # how the fix's GPU, host and waiting time make the saving
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -86,6 +88,7 @@ class Recommendation:
             ),
             "close_to": list(self.close_to),
             "close_call": self.close_call,
+            "saving_basis": self.saving_basis,
         }
 
 
@@ -144,6 +147,7 @@ def recommend(facts: Facts) -> list[Recommendation]:
                 minor=pct < MINOR_PCT,
                 track_record=track_record_text(record, saving),
                 likely_saving_ms=likely_saving_ms(record, saving),
+                saving_basis=saving_basis(found, facts.step_model, saving),
             )
         )
     ranked = sorted(

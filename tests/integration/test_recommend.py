@@ -16,7 +16,7 @@ from helpers.traces import fixture_runs
 from analysis.model.dtypes import BYTES_PER_ELEMENT
 from analysis.rules.catalog import CATALOG
 from analysis.rules.recommend import MINOR_PCT, RULES, recommend
-from analysis.text import fmt
+from analysis.text import fmt, ms
 
 NAIVE_SIX = (
     "tensor-core-alignment", "fused-attention", "fused-optimizer", "host-sync", "pageable-memcpy",
@@ -282,3 +282,41 @@ def test_every_finding_states_one_gpu_busy_share_of_the_unprofiled_step() -> Non
     for r in recs.values():
         assert r.est_saving_pct == r.as_json()["est_saving_pct"]
         assert f"{r.est_saving_pct:.1f}" == fmt(r.as_json()["est_saving_pct"], 1)
+
+
+def test_each_saving_says_how_the_fix_makes_it() -> None:
+    """The demo's fp32 run is host-bound without the profiler: fused attention's evidence names
+    GPU time (S×S kernels against one fused kernel) while its saving is the host's smaller
+    part. Each card's basis carries the step model's arithmetic, so its figures are the
+    model's: the step, the step after the fix, and the saving they differ by."""
+    f = sample_facts("gpt_train_fp32_naive.pt.trace.json.gz")
+    model = f.step_model
+    assert model is not None
+    assert model.host_ms > model.gpu_ms
+    recs = {r.id: r for r in recommend(f)}
+    own = {"small-batch"}  # a saving per sample the rule derives itself
+    for r in recs.values():
+        if r.id in own:
+            assert r.saving_basis.startswith("This saving is the rule's own measure"), r.id
+            continue
+        assert r.saving_basis.startswith("Per step the fix "), r.id
+        assert f"the step is {ms(model.unprofiled_ms)}: the host's {ms(model.host_ms)}" in (
+            r.saving_basis
+        )
+        if r.est_saving_ms > 0:
+            after = ms(model.unprofiled_ms - r.est_saving_ms)
+            assert r.saving_basis.endswith(f", {after}: {ms(r.est_saving_ms)} less."), r.id
+        else:
+            assert r.saving_basis.endswith(" no saving."), r.id
+    # bf16 autocast cuts GPU time the step does not wait for and adds host time it does.
+    assert re.search(r"adds \S+ ms of host time\..*: \S+ ms more, so no saving\.$",
+                     recs["mixed-precision"].saving_basis)  # fmt: skip
+    attention = recs["fused-attention"].saving_basis
+    gpu, host = (
+        re.search(rf"(\S+ (?:ms|µs)) of {part}", attention) for part in ("GPU time", "host time")
+    )
+    assert gpu is not None
+    assert host is not None
+    assert host[1] == ms(recs["fused-attention"].est_saving_ms)  # the host's part is the saving
+    assert gpu[1] != host[1]
+    assert "After the fix: the host's " in attention  # the host still sets the pace

@@ -42,6 +42,7 @@ HOSTILE = {
     "kernels": ["void at::native::vectorized_elementwise_kernel<4, at::native::Op>(int, Op)"],
     "ops": ["aten::add"],
     "close_call": "A close call with <i>#1</i> **(bold)**",
+    "saving_basis": "Per step the fix takes <b>1 ms</b> of *host* time off.",
 }
 
 
@@ -167,6 +168,8 @@ def test_html_is_one_offline_file_with_every_section(
         assert rec["confidence"] in recs_text
         assert rec["track_record"] in recs_text
         assert rec["close_call"] in recs_text
+        assert rec["saving_basis"]
+        assert squash(rec["saving_basis"]) in recs_text
         for line in rec["evidence"]:
             assert squash(line) in recs_text
         for line in rec["fix"].splitlines():
@@ -188,6 +191,7 @@ def test_markdown_has_every_section_table_and_fix(
         assert f"*{md_escape(rec['track_record'])}*" in md
         if rec["close_call"]:
             assert f"**{md_escape(rec['close_call'])}**" in md
+        assert f"\n{md_escape(rec['saving_basis'])}\n" in md
         for line in rec["evidence"]:
             assert f"- {md_escape(line)}" in md
         assert rec["fix"].rstrip() in md
@@ -213,6 +217,7 @@ def test_pdf_opens_with_every_section_and_chart(
         assert squash(rec["fix"].splitlines()[0]) in text
         assert squash(rec["track_record"]) in text
         assert squash(rec["close_call"]) in text
+        assert squash(rec["saving_basis"]) in text
     images = sum(len(p.images) for p in pdf.pages)
     assert images == len(CHART_SECTIONS)
 
@@ -236,15 +241,18 @@ def test_trace_text_is_escaped_in_every_format(
     assert squash(HOSTILE["fix"]) in recs_text
     assert HOSTILE["evidence"][0] in recs_text
     assert HOSTILE["close_call"] in recs_text
+    assert HOSTILE["saving_basis"] in recs_text
     md = str(export(doc, charts, "md"))
     assert "````python\n" + HOSTILE["fix"] + "\n````" in md  # a fence longer than the ```
     assert md_escape(HOSTILE["evidence"][0]) in md
     assert f"**{md_escape(HOSTILE['close_call'])}**" in md
+    assert md_escape(HOSTILE["saving_basis"]) in md
     assert "<script>" not in md
     pdf = PdfReader(io.BytesIO(bytes(export(doc, charts, "pdf"))))
     pdf_text = squash(" ".join(p.extract_text() for p in pdf.pages))
     assert "alert('title')" in pdf_text
     assert HOSTILE["close_call"] in pdf_text
+    assert squash(HOSTILE["saving_basis"]) in pdf_text
 
 
 # ------------------------------------------------------------------ the CPU-only trace

@@ -51,6 +51,7 @@ def test_cards_follow_the_ranking(store_dir: Path) -> None:
     body = " ".join(shown(m.value) for m in at.markdown)
     for r in recs:
         assert r.evidence[0] in body
+        assert r.saving_basis in body  # how the saving follows from what the fix removes
     # Each card says how its estimate did on the measured H200 pairs (or that none has been).
     captions = [shown(c.value) for c in at.caption]
     for r in recs:

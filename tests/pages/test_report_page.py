@@ -27,6 +27,9 @@ def test_report_page_previews_and_offers_every_format(
     assert metrics["Kernels"] == f"{naive_doc['metrics']['overall']['kernel_count']:,}"
     assert len(at.expander) == len(naive_doc["recommendations"])
     assert [c.value for c in at.code] == [r["fix"] for r in naive_doc["recommendations"]]
+    captions = [shown(c.value) for c in at.caption]
+    for rec in naive_doc["recommendations"]:
+        assert rec["saving_basis"] in captions
     assert [t.label for t in at.tabs] == [TITLES[k] for k in CHART_SECTIONS]
     # Only the open tab's chart is sent; picking another tab draws that one instead.
     assert [len(chart_specs(t)) for t in at.tabs] == [1, 0, 0, 0]
