@@ -102,14 +102,15 @@ _RULES = (
     ),
     Entry(
         "kernel-fusion", "Fuse elementwise chains (torch.compile)", "Kernel fusion",
-        "chains of memory-bound elementwise/normalisation kernels that run back to back on one "
-        "stream, each writing a tensor the next reads (not Inductor's triton_* kernels: "
+        "chains of memory-bound elementwise/normalisation kernels launched one after another "
+        "on a rank, each writing a tensor the next reads (not Inductor's triton_* kernels: "
         "torch.compile fused those already)",
         "GPU time: per chain, every kernel after the longest one (a fused kernel reads and "
-        "writes once); host time: the launches it saves (a fused chain keeps one kernel per "
-        "normalisation, reduction or softmax in it), at the run's host time per launch",
+        "writes once); host time: the launches it saves (a compiled chain keeps "
+        "`kept_per_reduction` kernels per normalisation, reduction or softmax in it, at least "
+        "one), at the run's host time per launch",
         "model = torch.compile(model)  # Inductor fuses pointwise and norm chains",
-        {"min_share_pct": 3.0, "max_gap_us": 20.0, "min_chain": 3},
+        {"min_share_pct": 3.0, "min_chain": 3, "kept_per_reduction": 3.0},
     ),
     Entry(
         "fused-optimizer", "Use the fused (or foreach) optimizer", "Kernel fusion",

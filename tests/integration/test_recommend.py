@@ -142,20 +142,24 @@ FOREIGN = {
         "mixed-precision",
         "host-sync",
     },
-    # The same kind of A100 step: 28 chains a step of memory-bound kernels back to back (the
-    # longest 458 copy and elementwise kernels), 4.2 ms a step. Its aten::empty calls take
-    # 11 µs against 4 µs of host time per recorded event, so the profiler's charge stops at
-    # its largest measured share of the host time (D94): the step is modelled at 141 ms
-    # unprofiled (116 with D93's constant costs, 166 before them) and the chains stay just
-    # under kernel-fusion's 3 % floor.
+    # The same kind of A100 step: 21 chains a step of memory-bound kernels launched one after
+    # another (the longest 458 copy and elementwise kernels), 7.2 ms a step; 5.6 ms of it
+    # fusion saves, 4.0 % of the 141 ms step modelled without the profiler (D94). Its chains
+    # were 4.2 ms while a gap over 20 µs broke them, under the 3 % floor (D96).
     "foreign/hta/negative_queue_length_values_check/rank0.json.gz": {
         "mixed-precision",
         "host-sync",
+        "kernel-fusion",
     },
-    # Host-bound without the profiler (206 ms of host time, 50 ms of GPU time per step): the
+    # Host-bound without the profiler (100 ms of host work, 50 ms of GPU time per step): the
     # fp32 GEMM time mixed precision would cut is listed as minor; 15 ms of host code before
-    # each step's first op is gpu-starvation.
-    "foreign/hta/nccl_parser_config/nccl_data.json.gz": {"cuda-graphs", "gpu-starvation"},
+    # each step's first op is gpu-starvation. A ResNet's backward: BN, ReLU, pooling and add
+    # kernels one after another (104 chains a step), 130 launches fewer compiled (D96).
+    "foreign/hta/nccl_parser_config/nccl_data.json.gz": {
+        "cuda-graphs",
+        "gpu-starvation",
+        "kernel-fusion",
+    },
     # V100 ResNet training: cuDNN BN + ReLU + add chains between convolutions.
     "foreign/hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz": {
         "kernel-fusion",
