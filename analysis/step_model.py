@@ -121,6 +121,12 @@ class StepModel:
         """S: the unprofiled step beyond max(G, H)."""
         return max(self.unprofiled_ms - max(self.gpu_ms, self.host_ms), 0.0)
 
+    @staticmethod
+    def host_sets_pace(gpu_ms: float, host_ms: float) -> bool:
+        """Whether the host's work, not the GPU's, bounds a step of these two (they overlap;
+        a tie goes to the host)."""
+        return host_ms >= gpu_ms
+
     @property
     def headroom_ms(self) -> float:
         """What host-side fixes can gain at most: the unprofiled step less the GPU's time."""

@@ -83,7 +83,7 @@ c[3].metric(
 c[4].metric("Kernels", f"{ov.kernel_count:,}", help=f"{fmt_ms(ov.kernel_time_ms)} of kernel time")
 if model is not None:
     # G and H overlap, so they are not a split of the step: say which one sets its pace.
-    pace = "host's" if model.host_ms >= model.gpu_ms else "GPU's"
+    pace = "host's" if model.host_sets_pace(model.gpu_ms, model.host_ms) else "GPU's"
     still = (
         f", and both stand still {fmt_ms(model.serial_ms)} more (a blocking sync or copy)"
         if model.serial_ms > 0

@@ -25,7 +25,7 @@ def _still(serial_ms: float) -> str:
 
 def _work(gpu_ms: float, host_ms: float) -> str:
     """Which side's work sets the pace, and the other's beside it."""
-    if host_ms > gpu_ms:
+    if StepModel.host_sets_pace(gpu_ms, host_ms):
         return f"the host's {ms(host_ms)} of work (the GPU's {ms(gpu_ms)} runs beside it)"
     return f"the GPU's {ms(gpu_ms)} of work (the host's {ms(host_ms)} runs beside it)"
 
