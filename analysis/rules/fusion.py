@@ -319,8 +319,8 @@ def kernel_fusion(facts: Facts) -> Finding | None:
             "back. A fused kernel reads the inputs and writes the output once: its time is "
             "estimated as the chain's longest kernel; the saving is the rest of the chain. "
             "Inductor folds pointwise work into its kernels, but a compiled normalisation or "
-            "reduction still takes about three (the statistics, their use, the backward's), "
-            "so only the other launches' host time goes."
+            "reduction still takes several (the statistics, their use, the backward's; the "
+            "count is in the evidence), so only the other launches' host time goes."
         ),
         ops=tuple(chained["op"].astype(str).value_counts().index[:5]),
     )
