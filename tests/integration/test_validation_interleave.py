@@ -17,7 +17,14 @@ import torch
 from tools.validation import evaluate as ev
 from tools.validation import rivals, runner
 from tools.validation.cli import interleaved
-from tools.validation.fresh_pairs import ELEVENTH, FOURTEENTH, TENTH, THIRTEENTH, TWELFTH
+from tools.validation.fresh_pairs import (
+    ELEVENTH,
+    FOURTEENTH,
+    SIXTEENTH,
+    TENTH,
+    THIRTEENTH,
+    TWELFTH,
+)
 from tools.validation.fresh_pairs import FRESH as NINTH
 from tools.validation.interleave import ROUNDS, Globals, measure_pair
 from tools.validation.pairs import CASES
@@ -199,3 +206,19 @@ def test_the_fifteenth_recording_is_held_out_whole() -> None:
     assert {rivals.session_of(f"allocator-{m}-r7") for m in rivals.FOURTEENTH_MODELS} == {
         (f"allocator-{m}", "r7") for m in rivals.FOURTEENTH_MODELS
     }
+
+
+def test_the_sixteenth_recording_makes_compile_to_each_rivalled_before_workload() -> None:
+    """Session r8 (D97, recorded on an H100): torch.compile made to each rivalled pair's own
+    before workload, the planted change kept, named as rivals.RIVALS names it."""
+    session = {r for r, (_, _, n) in rivals.RIVALS.items() if n == "r8"}
+    assert {c.pair for c in SIXTEENTH} == session
+    assert session == {f"fusion-compile-{p}" for p in rivals.COMPILE_RIVALLED}
+    assert set(rivals.SIXTEENTH) == session | {f"{p}-r8" for p in rivals.COMPILE_RIVALLED}
+    by_id = {c.id: c for c in CASES}
+    for p in rivals.COMPILE_RIVALLED:
+        rival = by_id[f"fusion-compile-{p}-before"]
+        assert rival.planted == "kernel-fusion"
+        assert rival.change == f"{p}'s before -> torch.compile (Inductor default mode)"
+        # the rivalled pair plants the finding its own fix again ("<pair>-r8") is judged on
+        assert by_id[f"{p}-before"].planted == rivals.PLANTED[p]

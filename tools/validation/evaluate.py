@@ -132,6 +132,8 @@ RETUNED = (
     "allocator-llama", "allocator-neox", "allocator-vit",
     # the thirteenth's recordings of two of those workloads again (rivals.py, session r6)
     "recompute-llama-r6", "allocator-llama-r6",
+    # and the sixteenth's, on an H100 (session r8)
+    "recompute-llama-r8",
     # D83: kernel-fusion's launches (a kernel kept per reduction), designed on these
     "fusion-compile-bert", "fusion-compile-bert-sdpa", "fusion-compile-convnext",
     "fusion-compile-densenet", "fusion-compile-gpt2-124m", "fusion-compile-llama",

@@ -3,8 +3,8 @@
 The ninth to twelfth recordings (fresh_pairs.py) take models no earlier pair had and plant
 one finding per pair on it; these build those pairs by kind, so that every model gets the
 same change under the same name ("precision-llama", "precision-neox"). The thirteenth makes
-rival fixes (a 4x batch, CUDA graphs) to those planted pairs' before workloads
-("batch-recompute-qwen2"), from the same planted changes.
+rival fixes (a 4x batch, CUDA graphs; the sixteenth torch.compile) to those planted pairs'
+before workloads ("batch-recompute-qwen2"), from the same planted changes.
 """
 
 from __future__ import annotations
@@ -41,10 +41,12 @@ LM_PLANTED = {**_COMMON_PLANTED, "host-preprocess": {"batches": tokenized_in_loo
 VISION_PLANTED = _COMMON_PLANTED
 # The rival fixes' changes on a vision model (lm_rivals': the batch in tokens' rows).
 _VISION_RIVALS: dict[str, dict[str, Any]] = {"batch-x4": {"batch": (512, 4)},
-                                             "graphs": {"graphed": True}}  # fmt: skip
+                                             "graphs": {"graphed": True},
+                                             "compile": {"compiled": True}}  # fmt: skip
 _RIVAL_TEXT = {
     "batch-x4": ("small-batch", "batch", "a 4x batch (per unit of work)"),
     "graphs": ("cuda-graphs", "graphs", "the whole step replayed from a CUDA graph"),
+    "compile": ("kernel-fusion", "fusion-compile", "torch.compile (Inductor default mode)"),
 }
 
 
@@ -83,8 +85,9 @@ def lm_pairs(name: str, cfg: dict[str, Any], kinds: tuple[str, ...]) -> list[Cas
 
 
 def lm_rivals(name: str, cfg: dict[str, Any], rivals: tuple[tuple[str, str], ...]) -> list[Case]:
-    """Rival fixes (a 4x batch, CUDA graphs) made to the before workloads of a causal LM's
-    planted pairs: (planted kind, rival kind) each, named "<batch|graphs>-<kind>-<name>"."""
+    """Rival fixes (a 4x batch, CUDA graphs, torch.compile) made to the before workloads of a
+    causal LM's planted pairs: (planted kind, rival kind) each, named
+    "<batch|graphs|fusion-compile>-<kind>-<name>"."""
     out: list[Case] = []
     for kind, rival in rivals:
         before = LM_PLANTED[kind]
@@ -99,7 +102,8 @@ def _lm(cfg: dict[str, Any], **change: Any) -> Callable[[Ctx], Any]:
 
 
 def _lm_rivals(batch: int) -> dict[str, dict[str, Any]]:
-    return {"batch-x4": {"batch": 4 * batch}, "graphs": {"graphed": True}}
+    return {"batch-x4": {"batch": 4 * batch}, "graphs": {"graphed": True},
+            "compile": {"compiled": True}}  # fmt: skip
 
 
 def vision_pairs(

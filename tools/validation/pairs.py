@@ -16,6 +16,7 @@ from tools.validation.fresh_pairs import (
     FIFTEENTH,
     FOURTEENTH,
     FRESH,
+    SIXTEENTH,
     TENTH,
     THIRTEENTH,
     TWELFTH,
@@ -278,7 +279,7 @@ PAIRS += [
           lambda c: vision_train(c, timm_model(CONVNEXT), c.pick(128, 2), checkpointed=True),
           lambda c: vision_train(c, timm_model(CONVNEXT), c.pick(512, 4), checkpointed=True)),
 ]  # fmt: skip
-PAIRS += FRESH + TENTH + ELEVENTH + TWELFTH + THIRTEENTH + FOURTEENTH + FIFTEENTH
+PAIRS += FRESH + TENTH + ELEVENTH + TWELFTH + THIRTEENTH + FOURTEENTH + FIFTEENTH + SIXTEENTH
 FLAGGED = ("precision-gpt2", "attention-gpt2", "optimizer-gpt2", "layout-resnet50")
 CASES = [
     *PAIRS,
