@@ -27,7 +27,7 @@ at most 16 MiB each; a trace larger than that is listed in the summary's `tar_le
 `--interleave SUFFIX` records each selected pair as PAIR-SUFFIX with both runs built in one
 process and their unprofiled timing interleaved in rounds (interleave.py: the saving is the
 median of the rounds' paired differences); each run is still profiled alone. `--interleave`
-alone keeps the pairs' own names (the ninth to thirteenth recordings', fresh_pairs.py). Not for
+alone keeps the pairs' own names (the ninth to sixteenth recordings', fresh_pairs.py). Not for
 the pairs whose after run replays a CUDA graph: their first interleaved round hits a
 device-side assert that breaks the process's CUDA context (D80); record those one run after
 the other.
@@ -40,7 +40,7 @@ The package: workload (the shared types), timing (unprofiled timing and the hook
 profile), training (the training step), one module per workload family (language_models,
 vision, launch_bound, decode, lightning_train), changes (what a pair is made of), pair_sets
 (a model's standard pairs, by kind, and rival fixes made to their before workloads), pairs
-(the table of pairs; fresh_pairs, the ninth to thirteenth recordings', whose ids fresh_ids and
+(the table of pairs; fresh_pairs, the ninth to sixteenth recordings', whose ids fresh_ids and
 rivals keep without torch), rivals (the rival recordings' sessions), runner (a
 workload's record, the summary, the tars), interleave (a pair recorded in one process) and
 cli (the command line).

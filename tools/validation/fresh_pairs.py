@@ -1,4 +1,5 @@
-"""The ninth and tenth recordings' pairs: models no earlier pair had (tools/validation/pairs.py)."""
+"""The ninth to sixteenth recordings' pairs: models no earlier pair had, and rival fixes made to
+their before workloads (tools/validation/pairs.py)."""
 
 from __future__ import annotations
 
