@@ -130,10 +130,8 @@ RETUNED = (
     # D82: the allocator calls' share of the serialization, designed on these
     "allocator-bert", "allocator-densenet", "allocator-gpt2", "allocator-gpt2-r4",
     "allocator-llama", "allocator-neox", "allocator-vit",
-    # the thirteenth's recordings of two of those workloads again (rivals.py, session r6)
-    "recompute-llama-r6", "allocator-llama-r6",
-    # and the sixteenth's, on an H100 (session r8)
-    "recompute-llama-r8",
+    # those workloads again: the thirteenth's (rivals.py, session r6), the sixteenth's (r8, H100)
+    "recompute-llama-r6", "allocator-llama-r6", "recompute-llama-r8",
     # D83: kernel-fusion's launches (a kernel kept per reduction), designed on these
     "fusion-compile-bert", "fusion-compile-bert-sdpa", "fusion-compile-convnext",
     "fusion-compile-densenet", "fusion-compile-gpt2-124m", "fusion-compile-llama",
