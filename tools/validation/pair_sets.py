@@ -39,10 +39,11 @@ _COMMON_PLANTED: dict[str, dict[str, Any]] = {
 }
 LM_PLANTED = {**_COMMON_PLANTED, "host-preprocess": {"batches": tokenized_in_loop}}
 VISION_PLANTED = _COMMON_PLANTED
-# The rival fixes' changes on a vision model (lm_rivals': the batch in tokens' rows).
-_VISION_RIVALS: dict[str, dict[str, Any]] = {"batch-x4": {"batch": (512, 4)},
-                                             "graphs": {"graphed": True},
+# The rival fixes' changes: the same on every model but the 4x batch (a vision model's here,
+# lm_rivals' in tokens' rows).
+_SHARED_RIVALS: dict[str, dict[str, Any]] = {"graphs": {"graphed": True},
                                              "compile": {"compiled": True}}  # fmt: skip
+_VISION_RIVALS = {"batch-x4": {"batch": (512, 4)}, **_SHARED_RIVALS}
 _RIVAL_TEXT = {
     "batch-x4": ("small-batch", "batch", "a 4x batch (per unit of work)"),
     "graphs": ("cuda-graphs", "graphs", "the whole step replayed from a CUDA graph"),
@@ -102,8 +103,7 @@ def _lm(cfg: dict[str, Any], **change: Any) -> Callable[[Ctx], Any]:
 
 
 def _lm_rivals(batch: int) -> dict[str, dict[str, Any]]:
-    return {"batch-x4": {"batch": 4 * batch}, "graphs": {"graphed": True},
-            "compile": {"compiled": True}}  # fmt: skip
+    return {"batch-x4": {"batch": 4 * batch}, **_SHARED_RIVALS}
 
 
 def vision_pairs(
