@@ -6,6 +6,7 @@ PIP = $(PY) -m pip install -q --disable-pip-version-check
 .PHONY: demo install install-dev chromium prometheus lint types test check bench
 
 demo: install
+	$(PY) -m data.demo
 	$(PY) -m streamlit run app.py
 
 install:

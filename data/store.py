@@ -9,6 +9,7 @@ another process shows up on the next query, without a restart.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,6 +35,12 @@ LAKE_VARIABLE = "lake_root"
 # The tables with a row per rank (or finer): what a store of some ranks (Store.of_ranks) filters.
 RANKED_TABLES = tuple(t for t in TABLES if any(c.name == "rank" for c in TABLES[t]))
 _HELD_BY = re.compile(r"\(PID (\d+)\)")
+
+
+def dashboard_data_dir() -> Path:
+    """The store the dashboard reads: $DASH_DATA, else data/local beside app.py."""
+    env = os.environ.get("DASH_DATA")
+    return Path(env) if env else Path(__file__).resolve().parents[1] / DEFAULT_DATA_DIR
 
 
 class Store:

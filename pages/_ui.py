@@ -8,8 +8,6 @@ result and its errors come back typed (--json), so nothing here reads an error's
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -22,18 +20,10 @@ from analysis.facts import Facts, gather
 from analysis.rank_sample import sample_text
 from analysis.specs import match_spec
 from analysis.text import clip, printable
-from data.cli_child import ingest_child, run_child
-from data.errors import DashError, DuplicateTraceError, error_text
-from data.store import DEFAULT_DATA_DIR, Store
-
-ROOT = Path(__file__).resolve().parent.parent
-SAMPLES = ROOT / "data" / "samples"
-DEMO_MARKER = ".demo-ingested"
-
-
-def data_dir() -> Path:
-    """The store folder: $DASH_DATA, else data/local beside app.py."""
-    return Path(os.environ.get("DASH_DATA") or ROOT / DEFAULT_DATA_DIR)
+from data import demo
+from data.cli_child import ingest_child
+from data.errors import DashError, error_text
+from data.store import Store, dashboard_data_dir
 
 
 @st.cache_resource(show_spinner=False)
@@ -62,34 +52,18 @@ def _use_app_navigation() -> None:
 def store() -> Store:
     """The dashboard's store (one per server process), with the demo runs on first start."""
     _use_app_navigation()
-    s = _store(str(data_dir()))
+    s = _store(str(dashboard_data_dir()))
     _ensure_demo(s)
     return s
 
 
 def _ensure_demo(s: Store) -> None:
-    """First start: the demo traces, the H200's measured ceilings and its recorded telemetry."""
-    marker = s.data_dir / DEMO_MARKER
-    if marker.exists() or not SAMPLES.is_dir():
+    """First visit to a store `make demo` did not prepare: load the demo set, step by step."""
+    if not demo.pending(s.data_dir):
         return
-    samples = sorted(p for p in SAMPLES.iterdir() if p.is_dir() or p.name.endswith(".json.gz"))
     with st.status("First start: loading the demo data…", expanded=False) as status:
-        for path in samples:
-            status.write(path.name)
-            with contextlib.suppress(DuplicateTraceError):  # already in the store is fine
-                run_ingest([path], name=None, tags={"demo": "1"})
-        status.write("measured H200 ceilings")
-        _run_module("collectors.calibrate", "--import", str(SAMPLES / "ceilings_h200.json"))
-        status.write("recorded H200 telemetry")
-        recordings = sorted(str(p) for p in SAMPLES.glob("*.csv"))
-        _run_module("collectors.nvml", "--replay", *recordings, "--keep-time", "--host", "demo")
+        demo.load(s.data_dir, status.write)
         status.update(label="Demo data ready", state="complete")
-    marker.touch()
-
-
-def _run_module(module: str, *args: str) -> None:
-    """Run a collector CLI against this store; its error comes back as the typed DashError."""
-    run_child(module, *args, "--data", str(data_dir()))
 
 
 # A run never changes after ingest; the ttl picks up newly imported ceilings. The facts memo
@@ -115,9 +89,9 @@ def run_facts(run_id: str, spec_name: str | None = None) -> Facts:
     against the spec named `spec_name` when given (the Roofline page's override). Of a run
     of many ranks, a sample's (analysis.rank_sample): the page says which ranks."""
     if spec_name is not None:
-        facts = _facts_with_spec(str(data_dir()), run_id, spec_name)
+        facts = _facts_with_spec(str(dashboard_data_dir()), run_id, spec_name)
     else:
-        facts = _facts(str(data_dir()), run_id)
+        facts = _facts(str(dashboard_data_dir()), run_id)
     if facts.sample is not None:
         st.caption(md(sample_text(facts.sample.as_dict()), None))
     return facts
@@ -132,7 +106,7 @@ def run_ingest(
 ) -> str:
     """Ingest traces in a child process; returns the run id or raises the typed DashError."""
     return ingest_child(
-        paths, data_dir=data_dir(), name=name, tags=tags, on_progress=on_progress
+        paths, data_dir=dashboard_data_dir(), name=name, tags=tags, on_progress=on_progress
     ).run_id
 
 

@@ -16,17 +16,6 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-_PROJECT_ROOT = Path(__file__).resolve().parents[2]
-
-
-def default_data_dir() -> Path:
-    """The store the dashboard reads by default: $DASH_DATA, else data/local beside app.py."""
-    if env := os.environ.get("DASH_DATA"):
-        return Path(env)
-    from data.store import DEFAULT_DATA_DIR  # imports duckdb: only when the default is needed
-
-    return _PROJECT_ROOT / DEFAULT_DATA_DIR
-
 
 def store_and_traces(
     data_dir: Path | str | None, trace_dir: Path | str | None, ingest: bool
@@ -38,7 +27,11 @@ def store_and_traces(
     """
     if not ingest and trace_dir is not None:
         return None, Path(trace_dir).resolve()
-    store = Path(data_dir or default_data_dir()).resolve()
+    if data_dir is None:
+        from data.store import dashboard_data_dir  # imports duckdb: only when it is needed
+
+        data_dir = dashboard_data_dir()
+    store = Path(data_dir).resolve()
     traces = Path(trace_dir).resolve() if trace_dir is not None else store / "traces"
     return (store if ingest else None), traces
 
