@@ -8,7 +8,7 @@ store holds the H200's measured ceilings (../shared/fixtures/h200/ceilings.json)
 recommendation tests' store does. The run id, the one value that differs between two ingests,
 is replaced by `<run>` before hashing.
 
-    python tools/report_golden.py            # from the repo root, ~28 minutes on 2 cores
+    python tools/report_golden.py            # from the repo root, ~46 minutes on 2 cores
     python tools/report_golden.py --check    # compare with the committed file, exit 1 on drift
 """
 
