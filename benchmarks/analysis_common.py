@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from collectors.ingest import ingest  # noqa: E402
+from data.demo import MARKER  # noqa: E402
 from data.store import Store  # noqa: E402
 
 BIG = ROOT / "benchmarks" / "out" / "big_trace.json"
@@ -62,7 +63,7 @@ def page_seconds(
     from streamlit.testing.v1 import AppTest  # noqa: TID251 (drives the pages, as tests do)
 
     os.environ["DASH_DATA"] = str(data)
-    (data / ".demo-ingested").touch()
+    (data / MARKER).touch()
     times = []
     for _ in range(n + 1):
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)

@@ -26,6 +26,7 @@ from analysis.telemetry import alerts  # noqa: E402
 from collectors.nvml_source import ReplaySource  # noqa: E402
 from data import reads_telemetry as rt  # noqa: E402
 from data.compaction import compact_segments  # noqa: E402
+from data.demo import MARKER  # noqa: E402
 from data.lake import Lake  # noqa: E402
 from data.schema import arrow_schema  # noqa: E402
 from data.store import Store  # noqa: E402
@@ -125,7 +126,7 @@ def app_test(data: Path) -> float:
     from streamlit.testing.v1 import AppTest  # noqa: TID251 (drives the page, as the tests do)
 
     os.environ["DASH_DATA"] = str(data)
-    (data / ".demo-ingested").touch()
+    (data / MARKER).touch()
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
     at.switch_page("pages/live.py").run()
     at.selectbox[0].set_value("24 h")

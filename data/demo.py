@@ -28,13 +28,19 @@ def pending(store_dir: Path) -> bool:
     return SAMPLES.is_dir() and not (store_dir / MARKER).exists()
 
 
+def traces() -> list[Path]:
+    """The bundled traces, in the order they are ingested (the last is the run the
+    dashboard opens on): trace files and multi-rank trace folders."""
+    return sorted(p for p in SAMPLES.iterdir() if p.is_dir() or p.name.endswith(".json.gz"))
+
+
 def load(store_dir: Path, on_step: Callable[[str], None] = lambda _: None) -> list[str]:
     """Load the demo set into `store_dir` unless it is there; the steps taken. A trace
     already in the store is skipped, so a load cut short can be run again."""
     if not pending(store_dir):
         return []
-    traces = sorted(p for p in SAMPLES.iterdir() if p.is_dir() or p.name.endswith(".json.gz"))
-    for path in traces:  # in order: the last one ingested is the run the dashboard opens on
+    bundled = traces()
+    for path in bundled:  # in order: the last one ingested is the run the dashboard opens on
         on_step(path.name)
         with contextlib.suppress(DuplicateTraceError):  # already in the store is fine
             ingest_child([path], data_dir=store_dir, tags={"demo": "1"})
@@ -46,7 +52,7 @@ def load(store_dir: Path, on_step: Callable[[str], None] = lambda _: None) -> li
     run_child("collectors.nvml", "--replay", *recordings, "--keep-time", "--host", "demo",
               "--data", str(store_dir))  # fmt: skip
     (store_dir / MARKER).touch()
-    return [p.name for p in traces] + ["ceilings", "telemetry"]
+    return [p.name for p in bundled] + ["ceilings", "telemetry"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

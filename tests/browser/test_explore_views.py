@@ -15,6 +15,7 @@ from helpers.paths import TEST_DATA, fixture
 from helpers.raw_ops import raw_memory, raw_ops
 
 from collectors.ingest import ingest
+from data.demo import MARKER
 
 pytestmark = pytest.mark.browser
 NAIVE = fixture("h200/train_gpt2_fp32_naive.pt.trace.json.gz")
@@ -27,7 +28,7 @@ ROW_PX = 35  # st.dataframe's row (and header) height
 def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[Path, str]]:
     d = tmp_path_factory.mktemp("explore-store")
     ids = {p: ingest([p], data_dir=d) for p in (NAIVE, BERT, STACK)}
-    (d / ".demo-ingested").touch()
+    (d / MARKER).touch()
     return d, ids
 
 

@@ -17,6 +17,7 @@ from helpers.paths import SAMPLES
 from playwright import sync_api as playwright
 
 from collectors.ingest import ingest
+from data.demo import MARKER
 
 pytestmark = pytest.mark.browser
 PAGES = ("runs", "overview", "roofline", "bandwidth", "breakdown", "timeline",
@@ -38,7 +39,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
     run = ingest([markup_trace(d)], data_dir=d / "store", name=MARKUP, tags={"note": MARKUP})
     other = ingest([SAMPLES / "gpt_train_bf16.pt.trace.json.gz"], data_dir=d / "store",
                    name=f"{MARKUP} (2)")  # fmt: skip
-    (d / "store" / ".demo-ingested").touch()
+    (d / "store" / MARKER).touch()
     return d / "store", run, other
 
 

@@ -14,13 +14,14 @@ from streamlit.testing.v1 import AppTest
 
 from analysis.timeline import MAX_SHAPES, MAX_SPEC_BYTES
 from collectors.ingest import ingest
+from data.demo import MARKER
 from helpers.paths import REPO
 
 
 @contextmanager
 def dashboard_store(d: Path) -> Iterator[Path]:
     """Point the pages at store `d` (DASH_DATA) while the block runs, without the demo set."""
-    (d / ".demo-ingested").touch()
+    (d / MARKER).touch()
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("DASH_DATA", str(d))
         yield d

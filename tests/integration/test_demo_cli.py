@@ -9,10 +9,10 @@ from helpers.cli import run_module
 from helpers.paths import REPO
 from streamlit.testing.v1 import AppTest
 
-from data.demo import MARKER, SAMPLES
+from data.demo import MARKER, traces
 from data.store import Store
 
-DEMO_TRACES = sorted(p for p in SAMPLES.iterdir() if p.is_dir() or p.name.endswith(".json.gz"))
+DEMO_TRACES = traces()
 
 
 def test_the_demo_set_loads_once_and_the_dashboard_opens_on_it(

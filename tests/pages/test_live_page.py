@@ -17,6 +17,7 @@ from collectors.ingest import ingest
 from collectors.nvml import NvmlSampler
 from collectors.nvml_source import ReplaySource
 from data import reads_telemetry as rt
+from data.demo import MARKER
 from data.store import Store
 
 
@@ -113,7 +114,7 @@ def test_live_page_shows_a_trace_runs_telemetry(store_dir: Path) -> None:
 
 def test_live_page_without_telemetry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DASH_DATA", str(tmp_path))
-    (tmp_path / ".demo-ingested").parent.mkdir(parents=True, exist_ok=True)
-    (tmp_path / ".demo-ingested").touch()
+    (tmp_path / MARKER).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / MARKER).touch()
     at = live_page()
     assert "No GPU telemetry yet" in at.info[0].value

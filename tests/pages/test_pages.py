@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 from analysis.facts import Facts
 from analysis.load import load_host, load_run
 from collectors.ingest import ingest
+from data import demo
 from data.store import Store
 from pages._ui import fmt_ms
 
@@ -153,7 +154,7 @@ def test_upload_rejects_bad_input_and_keeps_the_store(store_dir: Path) -> None:
 def test_empty_store_says_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DASH_DATA", str(tmp_path))
     Store(tmp_path).close()
-    (tmp_path / ".demo-ingested").touch()
+    (tmp_path / demo.MARKER).touch()
     at = app().run()
     assert not at.exception
     assert "No runs yet" in at.info[0].value
@@ -172,12 +173,10 @@ def test_first_start_loads_the_demo_set_beside_a_run_already_there(
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=300).run()
     assert not at.exception
     assert not at.error, [e.value for e in at.error]
-    assert (tmp_path / ".demo-ingested").exists()
+    assert (tmp_path / demo.MARKER).exists()
     s = Store(tmp_path)
-    samples = SAMPLES
-    demo = [p for p in samples.iterdir() if p.is_dir() or p.name.endswith(".json.gz")]
     runs = s.runs()
-    assert len(runs) == len(demo)
+    assert len(runs) == len(demo.traces())
     assert first in set(runs["run_id"])
     assert s.query("SELECT count(*) n FROM ceilings").iloc[0]["n"] > 0
     assert s.query("SELECT count(*) n FROM gpu_samples WHERE host = 'demo'").iloc[0]["n"] > 0
