@@ -7,7 +7,7 @@ PIP = $(PY) -m pip install -q --disable-pip-version-check
 
 demo: install
 	$(PY) -m data.demo
-	$(PY) -m streamlit run app.py
+	$(PY) -m streamlit run serve.py
 
 install:
 	$(PIP) -r requirements.txt

@@ -1,20 +1,25 @@
-"""A new user's first page: the dashboard on a new store, with the demo set loaded by that
-first page visit, against `make demo`'s way, the demo set loaded before the server starts
-(`python -m data.demo`).
+"""A new user's first page, three ways: the dashboard on a new store with the demo set loaded
+by that first page visit (`streamlit run app.py`); the demo set loaded before the server
+starts (`python -m data.demo`, D98) and then `streamlit run app.py`; and `make demo`'s way,
+`python -m data.demo` then `streamlit run serve.py`, which warms the pages' imports and the
+newest run's rules as it starts (D99).
 
-Per round and way: a new store, the real server (`streamlit run app.py`), Debian's Chromium
-opening /recommendations by its URL; the figure is the time until the page has finished
-rendering (tests/helpers/browser.settle), from the navigation's start. The two ways alternate
-in each round, so the machine's load falls on both. The demo load before the server is
-timed on its own: a user waits for it in the terminal, before the URL is printed.
+Per round and way: a new store (the last two ways a copy of one loaded by `python -m
+data.demo` in that round), the real server, Debian's Chromium opening the page by its URL
+`--pause` seconds after the server answers its health check; the figure is the time until
+the page has finished rendering (tests/helpers/browser.settle), from the navigation's start.
+The ways alternate in each round, so the machine's load falls on all three. The demo load
+before the server is timed on its own: a user waits for it in the terminal, before the URL
+is printed.
 
-    python benchmarks/bench_first_start.py [--rounds 3] [--page recommendations]
+    python benchmarks/bench_first_start.py [--rounds 3] [--page recommendations] [--pause 0]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -28,10 +33,14 @@ sys.path.insert(0, str(ROOT / "tests"))
 from helpers.browser import dashboard, launch, settle
 from playwright import sync_api as playwright
 
+WAYS = {"loaded by the first page": "app.py", "data.demo, app.py": "app.py",
+        "data.demo, serve.py (make demo)": "serve.py"}  # fmt: skip
 
-def first_page_s(data: Path, page_name: str) -> float:
+
+def first_page_s(data: Path, script: str, page_name: str, pause_s: float) -> float:
     """Seconds until the first page opened on store `data` is rendered."""
-    with dashboard(data) as url, playwright.sync_playwright() as p:
+    with dashboard(data, script=script) as url, playwright.sync_playwright() as p:
+        time.sleep(pause_s)
         browser = launch(p)
         page = browser.new_page(viewport={"width": 1600, "height": 1000})
         page.goto(f"{url}/{page_name}")
@@ -54,21 +63,27 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--page", default="recommendations")
+    ap.add_argument("--pause", type=float, default=0.0, help="seconds before the browser opens")
     args = ap.parse_args()
-    print(f"load before {os.getloadavg()[0]:.1f}", flush=True)
-    in_page, before, after = [], [], []
+    print(f"load before {os.getloadavg()[0]:.1f}; page /{args.page}, pause {args.pause:g} s")
+    pages: dict[str, list[float]] = {way: [] for way in WAYS}
+    loads = []
     for r in range(args.rounds):
         with tempfile.TemporaryDirectory(prefix="first-start-") as tmp:
-            in_page.append(first_page_s(Path(tmp), args.page))
-        with tempfile.TemporaryDirectory(prefix="first-start-") as tmp:
-            before.append(demo_before_server_s(Path(tmp)))
-            after.append(first_page_s(Path(tmp), args.page))
-        print(f"round {r + 1}: loaded by the first page {in_page[-1]:.2f} s; "
-              f"python -m data.demo {before[-1]:.2f} s, then the first page {after[-1]:.2f} s"
-              f"  (load {os.getloadavg()[0]:.1f})", flush=True)  # fmt: skip
-    print(f"median: first page {statistics.median(in_page):.2f} s with the demo loaded by it; "
-          f"{statistics.median(after):.2f} s after python -m data.demo "
-          f"({statistics.median(before):.2f} s, before the server)")  # fmt: skip
+            loaded = Path(tmp) / "loaded"
+            loads.append(demo_before_server_s(loaded))
+            for i, (way, script) in enumerate(WAYS.items()):
+                store = Path(tmp) / str(i)
+                if i == 0:
+                    store.mkdir()
+                else:
+                    shutil.copytree(loaded, store)
+                pages[way].append(first_page_s(store, script, args.page, args.pause))
+        print(f"round {r + 1}: python -m data.demo {loads[-1]:.2f} s; first page: "
+              + "; ".join(f"{w} {v[-1]:.2f} s" for w, v in pages.items())
+              + f"  (load {os.getloadavg()[0]:.1f})", flush=True)  # fmt: skip
+    print(f"median: python -m data.demo {statistics.median(loads):.2f} s; first page: "
+          + "; ".join(f"{w} {statistics.median(v):.2f} s" for w, v in pages.items()))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -54,6 +54,11 @@ def main() -> None:
         compare(args, folder, base)
 
 
+def server(checkout: Path) -> str:
+    """The checkout's server script: serve.py (D99), app.py in a revision before it."""
+    return "serve.py" if (checkout / "serve.py").is_file() else "app.py"
+
+
 def compare(args: argparse.Namespace, folder: Path, base: Path) -> None:
     """Both checkouts' pages, alternating; the medians printed and written to args.out."""
     stores = {"head": folder / "head", "base": folder / "base"}
@@ -64,7 +69,8 @@ def compare(args: argparse.Namespace, folder: Path, base: Path) -> None:
     result: dict[str, Any] = {"base": str(checkouts["base"]), "started": time.strftime("%F %T %Z"),
                               "load_before": load(), "pages": {}}  # fmt: skip
     with ExitStack() as stack, playwright.sync_playwright() as p:
-        urls = {k: stack.enter_context(dashboard(stores[k], cwd=checkouts[k])) for k in stores}
+        urls = {k: stack.enter_context(dashboard(stores[k], server(c), cwd=c))
+                for k, c in checkouts.items()}  # fmt: skip
         browser = launch(p)
         returning = {k: browser.new_context(viewport=VIEWPORT) for k in stores}
         for k, url in urls.items():

@@ -8,22 +8,31 @@ result and its errors come back typed (--json), so nothing here reads an error's
 
 from __future__ import annotations
 
+import ast
+import importlib
+import logging
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pandas as pd
 import streamlit as st
+from streamlit.logger import get_logger
 
 from analysis.facts import Facts, gather
 from analysis.rank_sample import sample_text
 from analysis.specs import match_spec
+from analysis.step_model import BASIS
 from analysis.text import clip, printable
 from data import demo
 from data.cli_child import ingest_child
 from data.errors import DashError, error_text
 from data.store import Store, dashboard_data_dir
+
+if TYPE_CHECKING:
+    from analysis.rules.recommend import Recommendation
 
 
 @st.cache_resource(show_spinner=False)
@@ -84,6 +93,45 @@ def _facts_with_spec(path: str, run_id: str, spec_name: str) -> Facts:
     return _facts(path, run_id).with_spec(match_spec(None, spec_name))
 
 
+def _page_imports() -> list[str]:
+    """The modules the page files import (pages/*.py, read, not run), but the pages' own: a
+    Streamlit component registers only when declared inside a script run (the timeline's)."""
+    names = set()
+    for page in Path(__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(page.read_text())):
+            if isinstance(node, ast.Import):
+                names |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names.add(node.module)
+    return sorted(n for n in names if n.split(".")[0] != "pages")
+
+
+def warm_up() -> None:
+    """Before the first visit (serve.py): the pages' modules imported, the store opened and
+    the newest run's rules run, into this process's caches. Best effort: a failure is logged
+    and left for the page that needs the value to show."""
+    log = get_logger(__name__)
+    # No session yet, so no spinner to draw: Streamlit's warning about that says nothing here.
+    quiet = get_logger("streamlit.runtime.scriptrunner_utils.script_run_context")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    started = time.monotonic()
+    try:
+        for module in _page_imports():
+            importlib.import_module(module)
+        path = str(dashboard_data_dir())
+        runs = _store(path).runs()
+        if not runs.empty:
+            ranked(str(runs.iloc[0]["run_id"]))
+        log.info("warmed up in %.1f s (%d runs)", time.monotonic() - started, len(runs))
+    except DashError as e:  # the page that reads the store says it too, on the page
+        log.warning("warm-up stopped: %s", error_text(e))
+    except Exception:  # a warm-up must never stop the server: a bug's traceback, logged
+        log.exception("warm-up failed")
+    finally:
+        quiet.setLevel(level)
+
+
 def run_facts(run_id: str, spec_name: str | None = None) -> Facts:
     """One run's facts (analysis.facts), read once per server process and shared by pages;
     against the spec named `spec_name` when given (the Roofline page's override). Of a run
@@ -95,6 +143,27 @@ def run_facts(run_id: str, spec_name: str | None = None) -> Facts:
     if facts.sample is not None:
         st.caption(md(sample_text(facts.sample.as_dict()), None))
     return facts
+
+
+Behind = tuple[pd.DataFrame, int | None]  # a finding's kernels, and how many there are
+
+
+@st.cache_data(show_spinner="Running the rules…", ttl=600, max_entries=16)
+def ranked(run_id: str) -> tuple[str, list[Recommendation], list[Behind]]:
+    """The run's step basis, its recommendations and the kernels behind each (the
+    Recommendations page's; warm_up runs it for the newest run)."""
+    from analysis.rules.recommend import kernels_behind, recommend  # 0.7 s: where needed
+
+    facts = run_facts(run_id)
+    recs = recommend(facts)
+    model = facts.step_model
+    basis = (
+        f"Median step {fmt_ms(facts.step_ms)} without the profiler, {BASIS[model.source]}; "
+        f"{fmt_ms(model.profiled_ms)} profiled"
+        if model is not None
+        else f"Median step {fmt_ms(facts.step_ms)} on the trace's timeline"
+    )
+    return basis, recs, [kernels_behind(facts, r) for r in recs]
 
 
 def run_ingest(

@@ -4,32 +4,14 @@ import pandas as pd
 import streamlit as st
 
 from analysis.rules.catalog import CATALOG
-from analysis.rules.recommend import MINOR_PCT, Recommendation, kernels_behind, recommend
-from analysis.step_model import BASIS
+from analysis.rules.recommend import MINOR_PCT, Recommendation
 from analysis.text import ms
 from data.errors import DashError
-from pages._ui import fmt_ms, md, require_run, run_facts, show_error
+from pages._ui import md, ranked, require_run, show_error
 
 CONFIDENCE_BADGE = {"high": ":green-badge[high confidence]",
                     "medium": ":orange-badge[medium confidence]",
                     "low": ":gray-badge[low confidence]"}  # fmt: skip
-
-Behind = tuple[pd.DataFrame, int | None]
-
-
-# A run never changes after ingest; the ttl picks up newly imported ceilings.
-@st.cache_data(show_spinner="Running the rules…", ttl=600, max_entries=16)
-def ranked(run_id: str) -> tuple[str, list[Recommendation], list[Behind]]:
-    facts = run_facts(run_id)
-    recs = recommend(facts)
-    model = facts.step_model
-    basis = (
-        f"Median step {fmt_ms(facts.step_ms)} without the profiler, {BASIS[model.source]}; "
-        f"{fmt_ms(model.profiled_ms)} profiled"
-        if model is not None
-        else f"Median step {fmt_ms(facts.step_ms)} on the trace's timeline"
-    )
-    return basis, recs, [kernels_behind(facts, r) for r in recs]
 
 
 def likely_text(r: Recommendation) -> str:

@@ -1,4 +1,4 @@
-"""The real thing: `streamlit run app.py`, Debian's Chromium, a file upload through the page
+"""The real thing: `streamlit run serve.py`, Debian's Chromium, a file upload through the page
 (the timeline's zoom and links: tests/browser/test_explore_views.py).
 
 Starts the server on a free loopback port with an empty store, so the first start ingests the

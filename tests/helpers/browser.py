@@ -1,5 +1,6 @@
-"""The dashboard in a real browser: `streamlit run app.py` on a free loopback port, Debian's
-Chromium through Playwright, and the waits that tell a finished page from a running one."""
+"""The dashboard in a real browser: `streamlit run serve.py` (as `make demo` starts it) on a free
+loopback port, Debian's Chromium through Playwright, and the waits that tell a finished page
+from a running one."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def free_port() -> int:
 
 
 @contextmanager
-def dashboard(data: Path, script: Path | str = "app.py", cwd: Path = REPO) -> Iterator[str]:
+def dashboard(data: Path, script: Path | str = "serve.py", cwd: Path = REPO) -> Iterator[str]:
     """The dashboard (or another Streamlit `script`) of the checkout `cwd` serving store
     `data` until the block ends; yields its URL."""
     port = free_port()

@@ -24,8 +24,8 @@ FORBIDDEN: dict[str, set[str]] = {
 
 
 def layer_files(root: Path, layer: str) -> list[Path]:
-    if layer == "app":
-        return [root / "app.py"] if (root / "app.py").is_file() else []
+    if layer == "app":  # the entry points: the page registry and the server that warms it
+        return [f for f in (root / "app.py", root / "serve.py") if f.is_file()]
     folder = root / layer
     return sorted(folder.rglob("*.py")) if folder.is_dir() else []
 

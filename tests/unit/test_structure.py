@@ -14,7 +14,7 @@ MAX_LINES = 400
 
 
 def project_files(root: Path) -> list[Path]:
-    files = [root / "app.py"] if (root / "app.py").is_file() else []
+    files = [f for f in (root / "app.py", root / "serve.py") if f.is_file()]
     for top in PACKAGES:
         files += [f for f in sorted((root / top).rglob("*.py")) if "data" not in f.parts[1:-1]]
     return files
