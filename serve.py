@@ -1,7 +1,7 @@
 """The dashboard's server: `streamlit run serve.py` serves app.py, warmed as it starts.
 
 Streamlit runs the pages' imports, reads a run and runs the rules on the first visit that
-needs them (3.1-4.6 s for a new user's first page on 2 cores, D99). Here a thread started
+needs them (a new user's first page took 3.6-5.0 s on 2 cores, D99). Here a thread started
 with the server does that for the newest run (pages._ui.warm_up), while the user opens the
 browser; a page that needs a value still being computed waits for it, not computes it twice.
 """

@@ -22,9 +22,9 @@ def likely_text(r: Recommendation) -> str:
     return f"{ms(low)} – {ms(high)}"
 
 
-def close_ranks(r: Recommendation, ranked: list[Recommendation]) -> str:
+def close_ranks(r: Recommendation, ranking: list[Recommendation]) -> str:
     """'#1, #2': the ranks of the findings above `r` whose likely savings overlap its own."""
-    ids = [x.id for x in ranked]
+    ids = [x.id for x in ranking]
     return ", ".join(f"#{ids.index(i) + 1}" for i in r.close_to if i in ids)
 
 
