@@ -148,6 +148,7 @@ def run_facts(run_id: str, spec_name: str | None = None) -> Facts:
 Behind = tuple[pd.DataFrame, int | None]  # a finding's kernels, and how many there are
 
 
+# Cached as the facts are (a run never changes after ingest; the ttl picks up new ceilings).
 @st.cache_data(show_spinner="Running the rules…", ttl=600, max_entries=16)
 def ranked(run_id: str) -> tuple[str, list[Recommendation], list[Behind]]:
     """The run's step basis, its recommendations and the kernels behind each (the

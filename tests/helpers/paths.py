@@ -13,6 +13,8 @@ FIXTURES = Path(os.environ.get(FIXTURES_ENV) or REPO.parent / "shared" / "fixtur
 SAMPLES = REPO / "data" / "samples"
 TEST_DATA = REPO / "tests" / "data"
 GOLDEN_DIR = REPO / "tests" / "golden"
+# The top-level scripts: the page registry and the server that warms it (D99).
+ENTRY_POINTS = ("app.py", "serve.py")
 
 
 def fixture(rel: str) -> Path:

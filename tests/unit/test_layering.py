@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers.imports import imported_modules
-from helpers.paths import REPO
+from helpers.paths import ENTRY_POINTS, REPO
 
 FORBIDDEN: dict[str, set[str]] = {
     "data": {"analysis", "collectors", "pages", "app", "streamlit", "plotly", "torch", "pynvml"},
@@ -24,8 +24,8 @@ FORBIDDEN: dict[str, set[str]] = {
 
 
 def layer_files(root: Path, layer: str) -> list[Path]:
-    if layer == "app":  # the entry points: the page registry and the server that warms it
-        return [f for f in (root / "app.py", root / "serve.py") if f.is_file()]
+    if layer == "app":
+        return [f for f in (root / name for name in ENTRY_POINTS) if f.is_file()]
     folder = root / layer
     return sorted(folder.rglob("*.py")) if folder.is_dir() else []
 

@@ -7,14 +7,14 @@ import ast
 from pathlib import Path
 
 from helpers.imports import imported_modules
-from helpers.paths import REPO
+from helpers.paths import ENTRY_POINTS, REPO
 
 PACKAGES = ("analysis", "collectors", "data", "pages", "benchmarks", "tools", "tests")
 MAX_LINES = 400
 
 
 def project_files(root: Path) -> list[Path]:
-    files = [f for f in (root / "app.py", root / "serve.py") if f.is_file()]
+    files = [f for f in (root / name for name in ENTRY_POINTS) if f.is_file()]
     for top in PACKAGES:
         files += [f for f in sorted((root / top).rglob("*.py")) if "data" not in f.parts[1:-1]]
     return files
