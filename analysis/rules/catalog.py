@@ -179,13 +179,16 @@ _RULES = (
         "allocator peak leaves room for a larger batch (profile_memory=True and "
         "deviceProperties needed)",
         "k = the memory headroom (usable memory / peak reserved), at most max_batch_factor; "
-        "per original batch the step becomes (max(GPU × k, host + loading × (k − 1)) + "
-        "waiting) / k: the host's per-step work stays, data loading and GPU work grow k×",
+        "per original batch the step becomes (max(fixed GPU + (GPU − fixed GPU) × k, host + "
+        "loading × (k − 1)) + waiting) / k: the host's per-step work stays, data loading grows "
+        "k×; the fixed GPU time (optimizer kernels, each other kernel's first kernel_fixed_us) "
+        "stays",
         "# per-GPU micro-batch k× larger; fewer accumulation steps keep the global batch:\n"
         "loader = DataLoader(ds, batch_size=k * micro_batch, ...)\n"
         "accum_steps = max(1, accum_steps // k)",
         {"max_gpu_busy_pct": 40.0, "max_peak_memory_pct": 50.0,
-         "usable_memory_pct": 80.0, "max_batch_factor": 4.0, "min_share_pct": 5.0},
+         "usable_memory_pct": 80.0, "max_batch_factor": 4.0, "min_share_pct": 5.0,
+         "kernel_fixed_us": 2.0},
     ),
     Entry(
         "memory-headroom", "Use the free device memory", "Batch size",

@@ -13,10 +13,9 @@ import pandas as pd
 from analysis.facts import Facts
 from analysis.model.dtypes import BYTES_PER_ELEMENT
 from analysis.model.gemm import gemm_mnk
-from analysis.ranks import rank_positions
 from analysis.roofline import MATRIX_CLASSES
 from analysis.rules.catalog import CATALOG
-from analysis.rules.measures import names_matching, top_names
+from analysis.rules.measures import kernels_in_ranges, names_matching, top_names
 from analysis.rules.registry import Finding, Rule, rule
 from analysis.text import ms
 from analysis.work.args import dims, types
@@ -164,35 +163,13 @@ def fused_attention(facts: Facts) -> Finding | None:
     )
 
 
-def _in_ranges(facts: Facts, prefix: str) -> np.ndarray:
-    """Mask over facts.kernels: the kernel runs inside a GPU-side range named prefix…."""
-    return facts.memo(f"in_ranges:{prefix}", lambda: _kernels_in_ranges(facts, prefix))
-
-
-def _kernels_in_ranges(facts: Facts, prefix: str) -> np.ndarray:
-    r = facts.ranges
-    r = r[(r["kind"] == "gpu") & r["name"].str.startswith(prefix)]
-    k = facts.kernels
-    mask = np.zeros(len(k), dtype=bool)
-    kernels_at = rank_positions(k)  # each rank's kernels, not a mask over all per rank
-    all_ts = k["ts_ns"].to_numpy(np.int64)
-    for rank, rr in r.groupby("rank"):
-        sel = kernels_at.get(int(str(rank)), np.empty(0, dtype=np.int64))
-        ts = all_ts[sel]
-        starts = np.sort(rr["ts_ns"].to_numpy(np.int64))
-        ends = (rr["ts_ns"] + rr["dur_ns"]).to_numpy(np.int64)[np.argsort(rr["ts_ns"].to_numpy())]
-        i = np.searchsorted(starts, ts, side="right") - 1
-        mask[sel] = (i >= 0) & (ts < ends[np.maximum(i, 0)])
-    return mask
-
-
 @rule("fused-optimizer")
 def fused_optimizer(facts: Facts) -> Finding | None:
     th = CATALOG["fused-optimizer"].thresholds
     k = facts.kernels
     if k.empty:
         return None
-    rows = k[_in_ranges(facts, "Optimizer.step#")]
+    rows = k[kernels_in_ranges(facts, "Optimizer.step#")]
     names = pd.Series(rows["name"].unique()).astype(str)
     if rows.empty or names.str.contains(_FUSED_OPTIMIZER).any():
         return None
@@ -259,7 +236,7 @@ def kernel_fusion(facts: Facts) -> Finding | None:
     # Inductor's kernels (torch.compile) are fused already: no chain advice on them.
     mem = (
         k["op_class"].isin(_MEMORY_CLASSES)
-        & ~_in_ranges(facts, "Optimizer.step#")
+        & ~kernels_in_ranges(facts, "Optimizer.step#")
         & ~k["op_external_id"].isin(skip)
         & ~names_matching(k["name"], _INDUCTOR)
     ).to_numpy()

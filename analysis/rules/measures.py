@@ -1,5 +1,5 @@
 """Measurements several rules share: GPU idle time inside host ranges, host-wait gaps, the
-kernels or ops with the most time."""
+kernels inside GPU-side ranges, the kernels or ops with the most time."""
 
 from __future__ import annotations
 
@@ -71,3 +71,25 @@ def names_matching(names: pd.Series, pattern: re.Pattern[str]) -> pd.Series:
         hit = [c for c in names.cat.categories if pattern.search(str(c))]
         return names.isin(hit)
     return names.astype(str).str.contains(pattern)
+
+
+def kernels_in_ranges(facts: Facts, prefix: str) -> np.ndarray:
+    """Mask over facts.kernels: the kernel runs inside a GPU-side range named prefix…."""
+    return facts.memo(f"in_ranges:{prefix}", lambda: _kernels_in_ranges(facts, prefix))
+
+
+def _kernels_in_ranges(facts: Facts, prefix: str) -> np.ndarray:
+    r = facts.ranges
+    r = r[(r["kind"] == "gpu") & r["name"].str.startswith(prefix)]
+    k = facts.kernels
+    mask = np.zeros(len(k), dtype=bool)
+    kernels_at = rank_positions(k)  # each rank's kernels, not a mask over all per rank
+    all_ts = k["ts_ns"].to_numpy(np.int64)
+    for rank, rr in r.groupby("rank"):
+        sel = kernels_at.get(int(str(rank)), np.empty(0, dtype=np.int64))
+        ts = all_ts[sel]
+        starts = np.sort(rr["ts_ns"].to_numpy(np.int64))
+        ends = (rr["ts_ns"] + rr["dur_ns"]).to_numpy(np.int64)[np.argsort(rr["ts_ns"].to_numpy())]
+        i = np.searchsorted(starts, ts, side="right") - 1
+        mask[sel] = (i >= 0) & (ts < ends[np.maximum(i, 0)])
+    return mask

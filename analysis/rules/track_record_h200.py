@@ -128,14 +128,14 @@ TRACK_RECORD = {
     ),
     "small-batch": Record(
         pairs=47,
-        within=41,
+        within=43,
         held_out=46,
-        held_out_within=40,
-        median_error_pct=12,
-        range_pairs=43,
+        held_out_within=42,
+        median_error_pct=4,
+        range_pairs=44,
         range_held_out=True,
-        low_ratio=0.89,
-        high_ratio=1.28,
+        low_ratio=0.85,
+        high_ratio=1.11,
     ),
     "tensor-core-alignment": Record(
         pairs=2,
@@ -164,7 +164,7 @@ TRACK_RECORD = {
 # The ranking's order on the rival pairs, by whether the likely ranges overlap
 ORDER_RECORD = OrderRecord(
     overlap_pairs=21,
-    overlap_right=12,
+    overlap_right=15,
     apart_pairs=9,
     apart_right=8,
 )

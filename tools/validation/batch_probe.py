@@ -1,10 +1,15 @@
-"""Probe: on three 4x-batch "after" runs that still raise small-batch (the fifteenth
-recording's batch-allocator-{llama,neox,opt}-s), does the batch the rule then suggests save
-what it estimates? Each run's batch (64) against k x 64 (k from the rule's evidence on the
-run: 2.79, 2.25, 2.36), unprofiled as the recorder times (tools/validation/timing.py), the
-emptied cache kept, twice each, alternated, in one process.
+"""Probe: on 4x-batch "after" runs, does the batch small-batch then suggests save what it
+estimates? Each run's batch against k x that batch (k from the rule's evidence on the run),
+unprofiled as the recorder times (tools/validation/timing.py), twice each, alternated, in one
+process. Two sets:
+- allocator (D100): the fifteenth recording's batch-allocator-{llama,neox,opt}-s, batch 64
+  against 2.79, 2.25, 2.36 x, the emptied cache kept;
+- gpu-bound (D101): the ninth to eleventh recordings' batch-{llama,neox,qwen2,opt}-b32, GPU
+  busy 94-98 % of the step, batch 32 against 2.74, 2.14, 2.73, 2.27 x (the rule's k on each
+  H100 after run with D101's fixed GPU time), and the tune pair batch-gpt2's after run
+  (its for-loop AdamW kept), 3.54 x.
 
-    python -m tools.validation.batch_probe OUT.json    (on the GPU machine)
+    python -m tools.validation.batch_probe OUT.json [allocator|gpu-bound]   (on the GPU machine)
 """
 
 from __future__ import annotations
@@ -18,19 +23,30 @@ from typing import Any
 import torch
 
 from tools.validation.changes import empty_cache
-from tools.validation.fresh_pairs import _SMALL_LM, LLAMA, NEOX, OPT
+from tools.validation.fresh_pairs import _SMALL_LM, LLAMA, NEOX, OPT, QWEN2
 from tools.validation.language_models import lm_train
+from tools.validation.pairs import GPT2_6L
 from tools.validation.runner import clean_up
 from tools.validation.timing import WARMUP_STEPS, time_unprofiled
 from tools.validation.workload import Ctx
 
-RUN_BATCH = 64
-CASES = {"llama-s": (LLAMA, 176), "neox-s": (NEOX, 144), "opt-s": (OPT, 152)}
+# set: (the runs' config, their batch, {case: (model config, k x batch)})
+PROBES: dict[str, tuple[dict[str, Any], int, dict[str, tuple[dict[str, Any], int]]]] = {
+    "allocator": (
+        {**_SMALL_LM, "after_step": empty_cache}, 64,
+        {"llama-s": (LLAMA, 176), "neox-s": (NEOX, 144), "opt-s": (OPT, 152)},
+    ),
+    "gpu-bound": (
+        {}, 32,
+        {"llama": (LLAMA, 88), "neox": (NEOX, 68), "qwen2": (QWEN2, 87), "opt": (OPT, 73),
+         "gpt2": ({**GPT2_6L, "optimizer": "for-loop"}, 113)},
+    ),
+}  # fmt: skip
 REPEATS = 2
 
 
 def _time(ctx: Ctx, cfg: dict[str, Any], batch: int) -> dict[str, Any]:
-    w = lm_train(ctx, **{**cfg, **_SMALL_LM, "batch": batch}, after_step=empty_cache)
+    w = lm_train(ctx, **{**cfg, "batch": batch})
     w.run(WARMUP_STEPS, lambda: None)
     t = time_unprofiled(ctx, w)
     return {"median_ms": t["median_ms"], "peak_gib": torch.cuda.max_memory_reserved() / 2**30}
@@ -47,18 +63,20 @@ def timed(ctx: Ctx, cfg: dict[str, Any], batch: int) -> dict[str, Any]:
         clean_up(ctx)
 
 
-def main(out: Path) -> None:
+def main(out: Path, probe: str) -> None:
     ctx = Ctx(smoke=False, device=torch.device("cuda"), started=time.perf_counter(),
               budget_s=None)  # fmt: skip
     result: dict[str, Any] = {"device": torch.cuda.get_device_name(), "cases": {}}
-    for name, (cfg, big) in CASES.items():
-        runs = result["cases"].setdefault(name, {str(RUN_BATCH): [], str(big): []})
+    shared, run_batch, cases = PROBES[probe]
+    for name, (model, big) in cases.items():
+        cfg = {**model, **shared}
+        runs = result["cases"].setdefault(name, {str(run_batch): [], str(big): []})
         for _ in range(REPEATS):
-            for batch in (RUN_BATCH, big):
+            for batch in (run_batch, big):
                 runs[str(batch)].append(timed(ctx, cfg, batch))
                 print(name, batch, runs[str(batch)][-1], flush=True)
     out.write_text(json.dumps(result, indent=1) + "\n")
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    main(Path(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else "allocator")
