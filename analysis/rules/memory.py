@@ -70,10 +70,10 @@ def small_batch(facts: Facts) -> Finding | None:
     loading = min(_input_ms(facts), step)
     if model is not None:
         # Per original batch: the GPU's work grows k× but for its fixed part (D101: the 4×
-        # batch runs' GPU time within 3-4 % median where k× was 10 % high), the input
-        # preparation grows k×, the host's launches and Python do not, and the step's waiting
-        # stays (D65: an emptied cache's waiting grew 1.5-2.7× at 4× the batch, so neither
-        # k× nor 1× is right for it).
+        # batch runs' GPU time +2.8/+3.7 % in the median, H100/H200, where k× was +11.6/
+        # +13.1 %), the input preparation grows k×, the host's launches and Python do not,
+        # and the step's waiting stays (D65: an emptied cache's waiting grew 1.5-2.7× at 4×
+        # the batch, so neither k× nor 1× is right for it).
         busy = model.gpu_ms
         fixed = min(_fixed_gpu_ms(facts, th["kernel_fixed_us"]), busy)
         gpu_k = fixed + k * (busy - fixed)
