@@ -46,11 +46,12 @@ from tools.validation.workload import Ctx, Workload
 Build = Callable[[Ctx, Any, int], Workload]
 
 
-def _emptied_lm(ctx: Ctx, cfg: dict[str, Any], batch: int) -> Workload:
+def emptied_lm(ctx: Ctx, cfg: dict[str, Any], batch: int) -> Workload:
+    """The LM with its cache emptied after every step, at the fourteenth's small sizes."""
     return lm_train(ctx, **{**cfg, **_SMALL_LM, "batch": batch}, after_step=empty_cache)
 
 
-def _lm(ctx: Ctx, cfg: dict[str, Any], batch: int) -> Workload:
+def lm(ctx: Ctx, cfg: dict[str, Any], batch: int) -> Workload:
     return lm_train(ctx, **{**cfg, "batch": batch})
 
 
@@ -61,11 +62,11 @@ def _timm(ctx: Ctx, model: str, batch: int) -> Workload:
 # set: (the workload, the runs' batch, {case: (model, k x batch)})
 PROBES: dict[str, tuple[Build, int, dict[str, tuple[Any, int]]]] = {
     "allocator": (
-        _emptied_lm, 64,
+        emptied_lm, 64,
         {"llama-s": (LLAMA, 176), "neox-s": (NEOX, 144), "opt-s": (OPT, 152)},
     ),
     "gpu-bound": (
-        _lm, 32,
+        lm, 32,
         {"llama": (LLAMA, 88), "neox": (NEOX, 68), "qwen2": (QWEN2, 87), "opt": (OPT, 73),
          "gpt2": ({**GPT2_6L, "optimizer": "for-loop"}, 113)},
     ),
