@@ -174,10 +174,10 @@ _RULES = (
     ),
     Entry(
         "small-batch", "Raise the batch (gradient accumulation keeps the math)", "Batch size",
-        "training whose host sets the pace (the step model's host time above the GPU's; "
-        "without ProfilerSteps, a GPU busy at most max_gpu_busy_pct of the step) and whose "
-        "allocator peak leaves room for a larger batch (profile_memory=True and "
-        "deviceProperties needed)",
+        "training whose allocator peak leaves room for a larger batch (profile_memory=True and "
+        "deviceProperties needed) and whose estimated saving reaches min_share_pct of the "
+        "step: the host's per-step work or the GPU's fixed time spread over more samples "
+        "(without ProfilerSteps, only a GPU busy at most max_gpu_busy_pct of the step)",
         "k = the memory headroom (usable memory / peak reserved), at most max_batch_factor; "
         "per original batch the step becomes (max(fixed GPU + (GPU − fixed GPU) × k, host + "
         "loading × (k − 1)) + waiting) / k: the host's per-step work stays, data loading grows "
