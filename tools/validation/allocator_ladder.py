@@ -1,4 +1,4 @@
-"""Probe: how an emptied cache's cost grows with the batch (D101, for small-batch's waiting).
+"""Probe: how an emptied cache's cost grows with the batch (D102, for small-batch's waiting).
 The fourteenth recording's small LMs (llama-s, opt-s: d 512, 8 layers, 512 tokens) timed at
 several batches with torch.cuda.empty_cache() after every step and without, unprofiled as
 the recorder times, twice each, alternated, in one process: the difference is what the
