@@ -182,7 +182,7 @@ _RULES = (
         "per original batch the step becomes (max(fixed GPU + (GPU − fixed GPU) × k, host + "
         "loading × (k − 1)) + waiting) / k: the host's per-step work stays, data loading grows "
         "k×; the fixed GPU time (optimizer kernels, each other kernel's first kernel_fixed_us) "
-        "stays",
+        "stays; the allocator's share of the waiting grows as min(GPU, host)",
         "# per-GPU micro-batch k× larger; fewer accumulation steps keep the global batch:\n"
         "loader = DataLoader(ds, batch_size=k * micro_batch, ...)\n"
         "accum_steps = max(1, accum_steps // k)",

@@ -26,6 +26,7 @@ fifteenth."""
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from collections.abc import Callable
 
@@ -34,6 +35,8 @@ from helpers.validation import CHECKS, GRAPHS_UNMEASURED, STILL_RAISES_BATCH, ca
 
 from analysis.facts import Facts
 from analysis.roofline import datasheet_ceilings
+from analysis.rules.catalog import CATALOG
+from analysis.rules.memory import _fixed_gpu_ms, allocator_waiting_ms
 from analysis.rules.recommend import recommend
 from analysis.rules.track_record import OrderRecord
 from analysis.rules.track_record_h200 import TRACK_RECORD
@@ -278,8 +281,9 @@ def probe_after(probe: str, model: str) -> str:
 
 
 _PROBE_MISSES = {
-    ("allocator", m): "small-batch counts the emptied cache's waiting as the same per step at "
-    "k x the batch; the probe measured no saving (D100)"
+    ("allocator", m): "small-batch grows the emptied cache's waiting with the overlap it "
+    "stops (D103), which on these GPU-bound 4x runs is the host's, so it stays; the probe "
+    "measured no saving (D100): the refill's cost at large batches (D102's ladder) is not counted"
     for m in PROBES["allocator"]["cases"]
 } | {
     (probe, model): f"not raised: its estimate is under min_share_pct of the step; the further "
@@ -316,3 +320,30 @@ def test_small_batch_on_a_4x_batch_run_saves_what_it_estimates(
     estimate = found["small-batch"].est_saving_ms if "small-batch" in found else 0.0
     step = ev.unprofiled_ms(WORKLOADS[after])
     assert abs(estimate - measured) <= ev.tolerance_ms(measured, step), (k, estimate, measured)
+
+
+def test_the_allocators_waiting_at_4x_the_batch_grows_as_the_overlap_it_stops(
+    facts_of: Callable[[str], Facts],
+) -> None:
+    """The fifteenth's ten 4x batch pairs on emptied-cache workloads (D103): each after run's
+    allocator waiting (its share of the measured unprofiled step beyond its GPU and host
+    time) against what small-batch predicts from the before run at 4x. Kept the same per
+    step, the prediction is off by a median factor of 1.8 (|log| 0.61); grown with the
+    overlap cudaFree's sync stops, 1.26 (0.23). No threshold was fitted to these pairs."""
+    kernel_fixed_us = CATALOG["small-batch"].thresholds["kernel_fixed_us"]
+    kept, grown = [], []
+    for pair in (p for p in FIFTEENTH if p.startswith("batch-allocator-")):
+        before, after = (facts_of(run) for run in ev.runs_of(pair))
+        model, model_4x = before.step_model, after.step_model
+        assert model is not None
+        assert model_4x is not None
+        fixed = min(_fixed_gpu_ms(before, kernel_fixed_us), model.gpu_ms)
+        gpu_4x = fixed + 4 * (model.gpu_ms - fixed)
+        host_4x = model.host_ms + before.region_idle_ms("data_loading", "host_code") * 3
+        alloc, alloc_4x = allocator_waiting_ms(model, gpu_4x, host_4x)
+        measured = model_4x.serial_share("alloc")
+        kept.append(abs(math.log(alloc / measured)))
+        grown.append(abs(math.log(alloc_4x / measured)))
+    assert len(grown) == 10
+    assert statistics.median(grown) < 0.3
+    assert statistics.median(kept) > 0.5
