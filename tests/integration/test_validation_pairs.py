@@ -261,9 +261,9 @@ MISSES |= {
 
 # D101 (the GPU time a larger batch does not grow): small-batch's estimate on GPU-bound steps
 # rose by the GPU's own gain, so it ranked above four more planted fixes (two since D103),
-# and seven 4x batch
-# runs raise it again (5-8 % of their step). The H100's gpu-bound batch probe measured that
-# gain on four LMs' and gpt2's 4x batch runs: a further batch saved 3.0-4.7 ms per step.
+# and seven 4x batch runs raise it again (5-8 % of their step). The H100's gpu-bound batch
+# probe measured that gain on four LMs' and gpt2's 4x batch runs: a further batch saved
+# 3.0-4.7 ms per step.
 _GPU_GAIN = (
     "the 4x batch's run raises small-batch since D101 for the GPU's own gain at a larger "
     "batch, which a further batch on GPU-bound 4x batch runs measured (3.0-4.7 ms per step, "
