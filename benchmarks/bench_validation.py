@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tools.validation import evaluate as ev
 from tools.validation import summaries
+from tools.validation.fresh_ids import ELEVENTH, FOURTEENTH, FRESH, TENTH, TWELFTH
 from tools.validation.rivals import FIFTEENTH, THIRTEENTH
 from tools.validation.step_errors import step_error_summary, step_errors
 
@@ -36,15 +37,15 @@ def main() -> None:
     for half in ("tune", "held-out"):
         print(summaries.half_counts(results, half))
     for label, ids in (
-        ("ninth recording (new models; D81 retuned two pairs, D83 three)", ev.FRESH),
-        ("tenth recording (new models, blind to D81; D82 and D83 retuned two each)", ev.TENTH),
-        ("eleventh recording (held out, new models, judges D81 and D82)", ev.ELEVENTH),
-        ("twelfth recording (held out, the eleventh's models: rivals, judges D83)", ev.TWELFTH),
+        ("ninth recording (new models; D81 retuned two pairs, D83 three)", FRESH),
+        ("tenth recording (new models, blind to D81; D82 and D83 retuned two each)", TENTH),
+        ("eleventh recording (held out, new models, judges D81 and D82)", ELEVENTH),
+        ("twelfth recording (held out, the eleventh's models: rivals, judges D83)", TWELFTH),
         (
             "thirteenth recording (rivals on ten pairs' before workloads, beside their own fix)",
             THIRTEENTH,
         ),
-        ("fourteenth recording (held out, new allocator workloads, judges D86)", ev.FOURTEENTH),
+        ("fourteenth recording (held out, new allocator workloads, judges D86)", FOURTEENTH),
         ("fifteenth recording (held out, rivals on the fourteenth's, judges D88)", FIFTEENTH),
     ):
         print(summaries.counts(label, [r for r in results if r.pair in ids]))

@@ -7,7 +7,7 @@ The cost is read off profiler-bound runs (GPU time under 85 % of the unprofiled 
 under a millisecond of waits: step_errors.StepError.profiler_bound): there the unprofiled
 step is the host's own time, so the profiled host time less the recorder's unprofiled median
 is what the profiler added. The fit (step_errors.profiler_cost_fit) takes the H200's tune
-half (evaluate.OVERHEAD_HALVES) alone (D94). Its error is stated on the H200's held-out half
+half (halves.OVERHEAD_HALVES) alone (D94). Its error is stated on the H200's held-out half
 and on the H100's runs, another machine; the modelled unprofiled step (no hook, no tag)
 against the recorder's median, for every run of each half.
 

@@ -5,8 +5,11 @@ summary from the H200 (tests/data/validation_h200_interleaved)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import statistics
+import subprocess
+import sys
 import tarfile
 import time
 from pathlib import Path
@@ -15,8 +18,8 @@ import pytest
 import torch
 
 from tools.validation import evaluate as ev
-from tools.validation import rivals, runner
-from tools.validation.cli import interleaved
+from tools.validation import fresh_ids, rivals, runner
+from tools.validation.cli import renamed
 from tools.validation.fresh_pairs import (
     ELEVENTH,
     FOURTEENTH,
@@ -31,11 +34,12 @@ from tools.validation.pairs import CASES
 from tools.validation.workload import Ctx
 
 RECORDED = ev.summary(ev.DATA_INTERLEAVED)
+REPO = ev.REPO
 
 
 def test_a_pair_is_timed_in_alternating_rounds_and_each_run_profiled(tmp_path: Path) -> None:
     ctx = Ctx(smoke=True, device=torch.device("cpu"), started=time.perf_counter(), budget_s=None)
-    ((before, after),) = interleaved([c for c in CASES if c.pair == "launch-bound-mlp"], "i8")
+    ((before, after),) = renamed([c for c in CASES if c.pair == "launch-bound-mlp"], "i8")
     records = measure_pair(ctx, before, after, tmp_path)
     assert [r["status"] for r in records] == ["ok", "ok"], [r["errors"] for r in records]
     for case, r in zip((before, after), records, strict=True):
@@ -54,23 +58,23 @@ def test_a_pair_is_timed_in_alternating_rounds_and_each_run_profiled(tmp_path: P
 def test_without_a_suffix_the_pairs_keep_their_names() -> None:
     """The ninth recording's pairs were recorded only interleaved, under their own names."""
     ninth = [c for c in CASES if c.pair in ("graphs-llama", "tf32-swin")]
-    got = [(b.id, a.id, b.pair, a.pair) for b, a in interleaved(ninth, "")]
+    got = [(b.id, a.id, b.pair, a.pair) for b, a in renamed(ninth, "")]
     assert got == [  # in the table's order: the Llama's pairs, then the Swin's
         ("graphs-llama-before", "graphs-llama-after", "graphs-llama", "graphs-llama"),
         ("tf32-swin-before", "tf32-swin-after", "tf32-swin", "tf32-swin"),
     ]
     # evaluate's lists of the later recordings' pairs (it imports no torch) are fresh_pairs'
     # tables, and their model groups name only their own pairs
-    assert {c.pair for c in NINTH} == set(ev.FRESH)
-    assert {c.pair for c in TENTH} == set(ev.TENTH)
-    assert {c.pair for c in ELEVENTH} == set(ev.ELEVENTH)
-    assert {c.pair for c in TWELFTH} == set(ev.TWELFTH)
+    assert {c.pair for c in NINTH} == set(fresh_ids.FRESH)
+    assert {c.pair for c in TENTH} == set(fresh_ids.TENTH)
+    assert {c.pair for c in ELEVENTH} == set(fresh_ids.ELEVENTH)
+    assert {c.pair for c in TWELFTH} == set(fresh_ids.TWELFTH)
     # the twelfth recorded more pairs on the eleventh's five models: they share its groups
-    later = ev.ELEVENTH + ev.TWELFTH
+    later = fresh_ids.ELEVENTH + fresh_ids.TWELFTH
     for recording, own, models in (
-        (ev.TENTH, ev.TENTH, 3),
-        (ev.ELEVENTH, later, 5),
-        (ev.TWELFTH, later, 5),
+        (fresh_ids.TENTH, fresh_ids.TENTH, 3),
+        (fresh_ids.ELEVENTH, later, 5),
+        (fresh_ids.TWELFTH, later, 5),
     ):
         groups = [g for g in ev.SAME_MODEL if set(g) & set(recording)]
         assert len(groups) == models
@@ -172,9 +176,9 @@ def test_the_fourteenth_recording_is_held_out_whole() -> None:
     """The allocator pair on ten workloads no allocator pair had, recorded after D86 was
     designed (on the sixteen allocator pairs before it): every one is held out."""
     recorded = ev.summary()
-    assert {c.pair for c in FOURTEENTH} == set(ev.FOURTEENTH)
-    assert len(ev.FOURTEENTH) == 10
-    for p in ev.FOURTEENTH:
+    assert {c.pair for c in FOURTEENTH} == set(fresh_ids.FOURTEENTH)
+    assert len(fresh_ids.FOURTEENTH) == 10
+    for p in fresh_ids.FOURTEENTH:
         assert p in ev.pairs(recorded)
         assert ev.half_of(p) == "held-out"
         assert ev.runs_of(p) == (f"{p}-before", f"{p}-after")
@@ -184,7 +188,7 @@ def test_the_fourteenth_recording_is_held_out_whole() -> None:
         assert [len(w["unprofiled"]["rounds_ms"]) for w in (before, after)] == [ROUNDS, ROUNDS]
     # the pairs D86 was designed on are the other allocator pairs, and they tune
     designed = {p for p in ev.pairs(recorded) if p.startswith("allocator-")}
-    designed -= {*ev.FOURTEENTH, *rivals.FIFTEENTH}
+    designed -= {*fresh_ids.FOURTEENTH, *rivals.FIFTEENTH}
     assert len(designed) == 16
     assert {ev.half_of(p) for p in designed} == {"tune"}
 
@@ -222,3 +226,41 @@ def test_the_sixteenth_recording_makes_compile_to_each_rivalled_before_workload(
         assert rival.change == f"{p}'s before -> torch.compile (Inductor default mode)"
         # the rivalled pair plants the finding its own fix again ("<pair>-r8") is judged on
         assert by_id[f"{p}-before"].planted == rivals.PLANTED[p]
+
+
+def test_the_seventeenth_is_recorded_one_run_after_the_other_under_its_suffix(
+    tmp_path: Path,
+) -> None:
+    """`--suffix h17` names a pair recorded one run after the other as its session's (D105),
+    each run timed alone (no interleaved rounds), as the CUDA-graph pairs must be."""
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "record_validation_pairs.py"), "--smoke",
+         str(tmp_path), "--only", "launch-bound-mlp", "--suffix", "h17"],
+        cwd=REPO, capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    workloads = json.loads((tmp_path / "summary.json").read_text())["workloads"]
+    assert set(workloads) == {"launch-bound-mlp-h17-before", "launch-bound-mlp-h17-after"}
+    assert {w["status"] for w in workloads.values()} == {"ok"}
+    assert {w["pair"] for w in workloads.values()} == {"launch-bound-mlp-h17"}
+    assert all("rounds_ms" not in w["unprofiled"] for w in workloads.values())
+    assert ev.pairs(workloads) == ["launch-bound-mlp-h17"]
+    assert ev.round_savings(workloads, "launch-bound-mlp-h17") is None
+
+
+def test_the_seventeenth_judges_each_graph_beside_its_models_4x_batch_of_one_host() -> None:
+    """Each pair of the seventeenth is judged within its recording: the CUDA-graph pair's
+    model group holds the same model's 4x batch pair of that recording, no pair of another."""
+    assert len(rivals.SEVENTEENTH) == 24
+    by_id = {c.id: c for c in CASES}
+    for graphs, batch in rivals.ONE_HOST_MODELS.items():
+        planted = (by_id[f"{p}-before"].planted for p in (graphs, batch))
+        assert tuple(planted) == ("cuda-graphs", "small-batch")
+        for pair in (graphs, batch):
+            again = pair + ev.ONE_HOST
+            assert (ev.base_pair(again), ev.half_of(again)) == (pair, ev.half_of(pair))
+            group = ev.model_group(again)
+            assert {graphs + ev.ONE_HOST, batch + ev.ONE_HOST} <= set(group)
+            assert all(q.endswith(ev.ONE_HOST) for q in group)
+    # the first recordings' pairs stay grouped across their own recordings
+    assert "batch-bert" in ev.model_group("graphs-bert-sdpa")

@@ -30,18 +30,18 @@ median of the rounds' paired differences); each run is still profiled alone. `--
 alone keeps the pairs' own names (the ninth to sixteenth recordings', fresh_pairs.py). Not for
 the pairs whose after run replays a CUDA graph: their first interleaved round hits a
 device-side assert that breaks the process's CUDA context (D80); record those one run after
-the other.
+the other, renamed PAIR-SUFFIX by `--suffix SUFFIX` where they join a session (D105).
 
 `--smoke` runs tiny CPU versions of every workload whose libraries import here (the others
 are skipped with the reason), so the control flow, the timing, the profiling with the hook
 and the summary are exercised without a GPU.
 
-The package: workload (the shared types), timing (unprofiled timing and the hook's
-profile), training (the training step), one module per workload family (language_models,
-vision, launch_bound, decode, lightning_train), changes (what a pair is made of), pair_sets
-(a model's standard pairs, by kind, and rival fixes made to their before workloads), pairs
-(the table of pairs; fresh_pairs, the ninth to sixteenth recordings', whose ids fresh_ids and
-rivals keep without torch), rivals (the rival recordings' sessions), runner (a
-workload's record, the summary, the tars), interleave (a pair recorded in one process) and
-cli (the command line).
+The package: workload (the shared types), timing (unprofiled timing and the hook's profile),
+training (the training step), one module per workload family (language_models, vision,
+launch_bound, decode, lightning_train), changes (what a pair is made of), pair_sets (a model's
+standard pairs, by kind, and rival fixes made to their before workloads), pairs (the table of
+pairs; fresh_pairs, the ninth to sixteenth recordings', whose ids fresh_ids and rivals keep
+without torch), rivals (the rival recordings' sessions), halves (which half, tune or held-out,
+each pair is in), runner (a workload's record, the summary, the tars), interleave (a pair
+recorded in one process) and cli (the command line).
 """

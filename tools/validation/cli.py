@@ -32,7 +32,7 @@ def select(only: str | None) -> list[Case]:
     return [c for c in CASES if c.id in wanted or c.pair in wanted]
 
 
-def interleaved(cases: list[Case], suffix: str) -> list[tuple[Case, Case]]:
+def renamed(cases: list[Case], suffix: str) -> list[tuple[Case, Case]]:
     """The pairs among `cases` (their own before and after runs, not the flag variants),
     renamed PAIR-SUFFIX, so that a recording of them joins the others as replicates; under
     their own names for an empty suffix (pairs recorded only this way)."""
@@ -79,6 +79,11 @@ def main() -> int:
         help="record each selected pair in one process, its runs' timing interleaved "
         "(tools/validation/interleave.py), as pair PAIR-SUFFIX (without SUFFIX: as PAIR)",
     )
+    ap.add_argument(
+        "--suffix",
+        help="record each selected pair one run after the other, as pair PAIR-SUFFIX (a "
+        "session's pairs whose CUDA graphs --interleave cannot take)",
+    )
     args = ap.parse_args()
     if args.list:
         for c in CASES:
@@ -86,6 +91,9 @@ def main() -> int:
         return 0
     if args.out is None:
         ap.error("OUT is required")
+    if args.suffix is not None and args.interleave is not None:
+        ap.error("--suffix names a recording one run after the other; with --interleave, "
+                 "give the suffix to --interleave")  # fmt: skip
     cases = select(args.only)
     if not args.smoke and not torch.cuda.is_available():
         sys.exit("no CUDA device: run on the GPU machine, or pass --smoke")
@@ -103,7 +111,10 @@ def main() -> int:
     }
     summary = Summary(args.out, invocation)
     if args.interleave is not None:
-        record_interleaved(ctx, interleaved(cases, args.interleave), args.out, summary)
+        record_interleaved(ctx, renamed(cases, args.interleave), args.out, summary)
+    elif args.suffix:
+        runs = [case for pair in renamed(cases, args.suffix) for case in pair]
+        record(ctx, [c for c in runs if not (args.resume and summary.done(c))], args.out, summary)
     else:
         record(ctx, [c for c in cases if not (args.resume and summary.done(c))], args.out, summary)
     invocation.update(finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), elapsed_s=round(ctx.elapsed()))

@@ -32,21 +32,9 @@ from analysis.load import Store
 from analysis.rules.recommend import Recommendation, recommend
 from analysis.rules.track_record import WITHIN_POINTS, WITHIN_REL
 from analysis.step_model import TAG
-from tools.validation.fresh_ids import (
-    ELEVENTH,
-    FOURTEENTH,
-    FRESH,
-    FRESH_GROUPS,
-    TENTH,
-    TWELFTH,
-)
-from tools.validation.rivals import (
-    RIVAL_REPLICATES,
-    RIVALS,
-    rival_halves,
-    rival_verdicts,
-    source_of,
-)
+from tools.validation.fresh_ids import FRESH_GROUPS
+from tools.validation.halves import HALVES
+from tools.validation.rivals import RIVAL_REPLICATES, RIVALS, rival_verdicts, source_of
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "validation_h200"
@@ -55,37 +43,6 @@ CEILINGS = REPO / "data" / "samples" / "ceilings_h200.json"  # measured on the s
 # The device's H100 recordings (the fifteenth, and 38 H200 pairs again, D89): read with the
 # H100's datasheet ceilings, judged on their own in test_validation_h100.py.
 DATA_H100 = REPO / "tests" / "data" / "validation_h100"
-# Chosen before the second recording (one pair per fix tunes, the other is held out); the
-# second recording's pairs joined the half their technique's plan named.
-HALVES = {
-    "precision-gpt2": "tune", "tf32-vit": "tune", "precision-lightning": "tune",
-    "precision-vit": "held-out",
-    "attention-bert": "tune", "attention-bert-base": "tune", "attention-gpt2": "held-out",
-    "optimizer-gpt2": "tune", "optimizer-gpt2-124m": "tune",
-    "allocator-gpt2": "held-out",
-    "dataloader-resnet": "tune", "host-preprocess-gpt2": "held-out",
-    "layout-resnet50": "tune", "layout-resnet50-b256": "tune",
-    "layout-efficientnet": "held-out",
-    "launch-bound-mlp": "held-out", "decode-cudagraph-llama": "tune",
-    "host-sync-gpt2": "held-out", "pageable-resnet": "tune",
-    "alignment-peft": "held-out", "decode-batching-llama": "held-out",
-    "fusion-compile-gpt2": "tune", "fusion-compile-vit": "held-out",
-    "recompute-gpt2": "tune", "recompute-vit": "held-out",
-    "batch-gpt2": "tune",
-    # the third recording: a second pair for what the second one tuned
-    "optimizer-vit": "held-out", "batch-bert": "held-out", "fusion-compile-peft": "held-out",
-    "fusion-compile-resnet50": "held-out", "optimizer-gpt2-r2": "tune",
-    # the sixth recording: new models for what D65 changed, and torch.compile on two more
-    "recompute-bert": "held-out", "batch-recompute-bert": "held-out",
-    "recompute-gpt2-reentrant": "held-out", "recompute-convnext": "held-out",
-    "allocator-vit": "held-out", "batch-allocator-vit": "held-out",
-    "allocator-bert": "held-out", "batch-allocator-bert": "held-out",
-    "fusion-compile-bert-sdpa": "held-out", "fusion-compile-convnext": "held-out",
-    # the seventh: the fixes ranked above the sixth's planted findings, on its before workloads
-    "graphs-bert-sdpa": "held-out", "graphs-recompute-bert": "held-out",
-    "graphs-recompute-convnext": "held-out", "batch-recompute-convnext": "held-out",
-}  # fmt: skip
-HALVES |= dict.fromkeys(FRESH + TENTH + ELEVENTH + TWELFTH + FOURTEENTH, "held-out")
 # Recorded, but not one change: left out of the table, with the reason.
 EXCLUDED = {
     "graphs-bert": "its after run executes 24 fp32 FFMA GEMMs per step that the before runs in "
@@ -116,37 +73,11 @@ SAME_MODEL = (
     *FRESH_GROUPS,
 )  # fmt: skip
 REPLICATES |= RIVAL_REPLICATES
-HALVES |= rival_halves(HALVES)
-# The halves the profiler-overhead model was fitted and judged on (tools/fit_step_model.py).
-OVERHEAD_HALVES = dict(HALVES)
-# Held-out pairs a rule's estimate was later designed on move to the tune half for the rules'
-# checks (D65: checkpointing's host time from recompute-vit's traces); the sixth recording
-# holds new pairs out for it, the tenth for D81's, the eleventh for D81's and D82's, the
-# twelfth's torch.compile pairs for D83's, the fourteenth (defined, not yet recorded) for D86's.
-RETUNED = (
-    "recompute-vit", "recompute-vit-r4", "recompute-vit-r5",
-    # D81: host-sync's bound on host-bound steps, channels-last's depthwise kernels
-    "host-sync-llama", "recompute-llama", "layout-efficientnet", "layout-mobilenet",
-    # D82: the allocator calls' share of the serialization, designed on these
-    "allocator-bert", "allocator-densenet", "allocator-gpt2", "allocator-gpt2-r4",
-    "allocator-llama", "allocator-neox", "allocator-vit",
-    # those workloads again: the thirteenth's (rivals.py, session r6), the sixteenth's (r8, H100)
-    "recompute-llama-r6", "allocator-llama-r6", "recompute-llama-r8",
-    # D83: kernel-fusion's launches (a kernel kept per reduction), designed on these
-    "fusion-compile-bert", "fusion-compile-bert-sdpa", "fusion-compile-convnext",
-    "fusion-compile-densenet", "fusion-compile-gpt2-124m", "fusion-compile-llama",
-    "fusion-compile-mobilenet", "fusion-compile-neox", "fusion-compile-peft",
-    "fusion-compile-resnet50", "fusion-compile-swin", "fusion-compile-vit",
-    # D86: the allocator calls' own host time as a floor, designed on every allocator pair the
-    # fourteenth recording did not hold out (these and D82's above)
-    "allocator-convnext-t", "allocator-ghostnet", "allocator-mixnet", "allocator-mixnet-r6",
-    "allocator-opt", "allocator-opt-r6", "allocator-qwen2", "allocator-qwen2-r6",
-)  # fmt: skip
-HALVES |= dict.fromkeys(RETUNED, "tune")
-# The eighth recording (tools/validation/interleave.py, tests/data/validation_h200_interleaved):
-# 48 pairs again, each pair's two runs in one process with their timing interleaved, as
-# "<pair>-i8". Each joins its pair's half and model group.
-INTERLEAVED = "-i8"
+# Pairs recorded again as "<pair><suffix>", each in its pair's half and model group within its
+# recording: the eighth's 48, interleaved (tests/data/validation_h200_interleaved), and the
+# seventeenth's CUDA-graph and 4x batch pairs on one H100 host (D105).
+INTERLEAVED, ONE_HOST = "-i8", "-h17"
+RECORDED_AGAIN = (INTERLEAVED, ONE_HOST)
 RIVAL_GROUPS = tuple(
     (source, *sorted(r for r, (p, _, _) in RIVALS.items() if p == source))
     for source in sorted({p for p, _, _ in RIVALS.values()})
@@ -159,9 +90,14 @@ def tolerance_ms(measured_ms: float, step_ms: float) -> float:
     return max(WITHIN_REL * abs(measured_ms), WITHIN_POINTS / 100 * step_ms)
 
 
+def again_suffix(pair: str) -> str:
+    """The suffix of the recording `pair` was recorded again in (RECORDED_AGAIN); "" if none."""
+    return next((s for s in RECORDED_AGAIN if pair.endswith(s)), "")
+
+
 def base_pair(pair: str) -> str:
-    """The pair an interleaved recording (PAIR-i8) is of; itself for the others."""
-    return pair.removesuffix(INTERLEAVED)
+    """The pair a recording again (PAIR-i8, PAIR-h17) is of; itself for the others."""
+    return pair.removesuffix(again_suffix(pair))
 
 
 def half_of(pair: str) -> str:
@@ -278,14 +214,14 @@ def pairs(workloads: dict[str, Any]) -> list[str]:
 
 def model_group(pair: str) -> tuple[str, ...]:
     """The pairs whose before runs the same model as `pair`'s: its SAME_MODEL group (a rival
-    or a replicate: its source's); for an interleaved recording, every group of its pair,
-    the rivals' included (one recording: they share the model), in that recording."""
-    base = base_pair(pair)
-    if base == pair:
+    or a replicate: its source's); for a recording again, every group of its pair, the
+    rivals' included (one recording: they share the model), in that recording."""
+    suffix = again_suffix(pair)
+    if not suffix:
         source = source_of(pair)
         return next((g for g in SAME_MODEL if source in g), (source,))
-    groups = [*SAME_MODEL, *RIVAL_GROUPS]
-    return tuple(sorted({q + INTERLEAVED for g in groups if base in g for q in g} | {pair}))
+    base, groups = base_pair(pair), [*SAME_MODEL, *RIVAL_GROUPS]
+    return tuple(sorted({q + suffix for g in groups if base in g for q in g} | {pair}))
 
 
 def _headroom_claims(facts: Facts, recs: list[Recommendation]) -> tuple[str, ...]:

@@ -1,6 +1,6 @@
 """The unprofiled step of every validation run three ways: the recorder's median of 20 steps
 (measured), the hook's median of its unprofiled steps, and the profiler-overhead model's (no
-hook, no tag), per half of the overhead model's (tools/validation/evaluate.OVERHEAD_HALVES).
+hook, no tag), per half of the overhead model's (tools/validation/halves.OVERHEAD_HALVES).
 Used by benchmarks/bench_validation.py, tools/fit_step_model.py and
 tools/step_model_alternatives.py.
 """
@@ -17,7 +17,8 @@ import numpy as np
 
 from analysis.facts import Facts
 from analysis.step_model import HOOK_KEY, HOST_BOUND_SHARE, StepModel, hook_ms, step_model
-from tools.validation.evaluate import OVERHEAD_HALVES, unprofiled_ms
+from tools.validation.evaluate import unprofiled_ms
+from tools.validation.halves import OVERHEAD_HALVES
 
 
 @dataclass(frozen=True)
