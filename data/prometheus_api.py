@@ -24,6 +24,7 @@ from data.errors import PrometheusError
 
 DEFAULT_TIMEOUT_S = 10.0
 MAX_ANSWER_BYTES = 64 * 2**20
+MAX_TIME_S = 9.2e9  # Unix seconds whose ns still fit an int64 (the store's time columns)
 # The labels data.reads_prometheus sets on each clause of a query, and the name, which some
 # functions keep (last_over_time) and others drop: none of them says which GPU it is.
 TAGS = ("dash_col", "dash_part", "__name__")
@@ -154,6 +155,8 @@ def _points(
             when, text = pair
             if not isinstance(when, int | float) or not isinstance(text, str):
                 raise PrometheusError(f"{url}: a point that is not [time, value]")
+            if not 0 <= when <= MAX_TIME_S:  # NaN too: its time would be no int64 ns
+                raise PrometheusError(f"{url}: a point's time {str(when)[:40]} is out of range")
             yield Point(rest, column, part, ns_of(when), _finite(text))
 
 
@@ -168,6 +171,12 @@ def _finite(text: str) -> float | None:
 def ns_of(seconds: float) -> int:
     """Prometheus' seconds (millisecond resolution) as integer ns."""
     return round(float(seconds) * 1000) * 1_000_000
+
+
+def time_ns(seconds: float) -> int | None:
+    """ns_of a time a series' value gives (timestamp()); None where it is no Unix time the
+    store's int64 ns hold (a hostile 1e306 would overflow the conversion)."""
+    return ns_of(seconds) if 0 <= seconds <= MAX_TIME_S else None
 
 
 def _api_error(answer: Mapping[str, Any]) -> str:

@@ -36,9 +36,9 @@ from data.prometheus_api import (
     DEFAULT_TIMEOUT_S,
     Point,
     checked_url,
-    ns_of,
     query_range,
     query_samples,
+    time_ns,
 )
 from data.prometheus_names import (
     FB_PARTS,
@@ -223,9 +223,11 @@ class PrometheusTelemetry:
                 continue
             _, values = out.setdefault(key, (dict(p.labels), {}))
             if p.column == "last_ns":
-                values.setdefault("last_ns", ns_of(p.value))
+                if (ns := time_ns(p.value)) is not None:
+                    values.setdefault("last_ns", ns)
             elif p.column == "samples":
-                values.setdefault("samples", int(p.value))
+                if 0 <= p.value < 2**31:  # a count; a hostile 1e300 would be no int column
+                    values.setdefault("samples", int(p.value))
             else:
                 values.setdefault(p.column, _unit(p.column, p.value))
         return out
@@ -293,8 +295,8 @@ def _raw_rows(
         stamp = stamps.get((p.labels, p.column, p.eval_ns))
         if p.part != "v" or key is None or stamp is None:
             continue
-        ts = ns_of(stamp)
-        if start_ns <= ts < end_ns:
+        ts = time_ns(stamp)
+        if ts is not None and start_ns <= ts < end_ns:
             _put(rows, key, ts, p)
     return rows
 

@@ -27,6 +27,8 @@ def host_sync(facts: Facts) -> Finding | None:
     # idles until the host launches again. A sync that found the GPU idle cost nothing.
     bubble = np.zeros(len(syncs), dtype=np.int64)
     for rank, idx, s, e, t0, t1 in per_rank(facts, syncs):
+        if not len(s):  # no GPU work on this rank: its syncs waited on none
+            continue
         busy_at_start = covered_before(s, e, t0 + 1) - covered_before(s, e, t0) > 0
         nxt = np.searchsorted(s, t1, side="left")
         next_start = np.where(nxt < len(s), s[np.minimum(nxt, len(s) - 1)], t1)

@@ -55,8 +55,8 @@ def _ranks_table(ranks: list[RankDone]) -> pa.Table:
         rows.append({
             "rank": t.rank, "world_size": t.world_size, "rank_source": t.rank_source,
             "file_name": t.path.name, "file_bytes": t.file_bytes, "file_sha256": done.digest,
-            "host_name": meta.get("host_name") if isinstance(meta.get("host_name"), str) else None,
-            "backend": (t.distributed_info or {}).get("backend"),
+            "host_name": _text(meta.get("host_name")),
+            "backend": _text((t.distributed_info or {}).get("backend")),
             "distributed_info": metadata_json(t.distributed_info) if t.distributed_info else None,
             "trace_metadata": metadata_json(meta),
             "base_time_ns": t.base_time_ns,
@@ -68,6 +68,11 @@ def _ranks_table(ranks: list[RankDone]) -> pa.Table:
         })  # fmt: skip
     schema = pa.schema([f for f in arrow_schema("ranks") if f.name != "run_id"])
     return pa.Table.from_pylist(rows, schema=schema)
+
+
+def _text(value: Any) -> str | None:
+    """A metadata value for a text column: a string as written, anything else none."""
+    return value if isinstance(value, str) else None
 
 
 def _devices_table(ranks: list[RankDone]) -> pa.Table:

@@ -69,12 +69,12 @@ def _typed(path: Path, line: int, raw: dict[str, str], known: dict[str, str]) ->
         text = (raw.get(h) or "").strip()
         if not text:
             continue
+        if col == "processes":  # text (a JSON list of [pid, bytes]), shown as written
+            row[col] = text
+            continue
         try:
             value = float(text) if col not in _INT_COLS else _int(text)
         except ValueError:
-            if col == "processes":
-                row[col] = text
-                continue
             raise RecordingFormatError(f"{path}:{line}: {h}={text!r} is not a number") from None
         if isinstance(value, float) and math.isinf(value):
             raise RecordingFormatError(f"{path}:{line}: {h}={text!r} is not a finite number")

@@ -314,6 +314,12 @@ CASES: dict[str, Case] = {
     "deviceProperties_is_a_string": Case(
         _mutated("props.json", _top("deviceProperties", "H200")), Ingested(0)
     ),
+    # a number and true were a TypeError until tools/mutate_inputs.py found them (D106)
+    "deviceProperties_is_0.5": Case(_mutated("p.json", _top("deviceProperties", 0.5)), Ingested(0)),
+    "deviceProperties_true": Case(_mutated("p.json", _top("deviceProperties", True)), Ingested(0)),
+    "distributedInfo_backend_is_a_list": Case(  # found by tools/mutate_inputs.py too
+        _mutated("dist.json", _top("distributedInfo", {"rank": 0, "backend": [1]})), Ingested(0)
+    ),
     "dur_negative": Case(_mutated("dur.json", _set("kernel", "dur", value=-5)), Ingested(1, 17)),
     "dur_is_true": Case(_mutated("dur.json", _set("kernel", "dur", value=True)), Ingested(1, 17)),
     "ts_is_a_string": Case(_mutated("ts.json", _set("kernel", "ts", value="123")), Ingested(1, 17)),

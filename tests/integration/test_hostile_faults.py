@@ -6,6 +6,7 @@ was. The disks are real (helpers.faults: a small tmpfs in a private mount namesp
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import re
@@ -232,3 +233,21 @@ def test_a_bad_inventory_beside_a_recording(tmp_path: Path, text: str, reason: s
     got = run_module("collectors.nvml", "--replay", csv, "--keep-time", "--data", tmp_path / "s")
     assert got.returncode == 2, got.stderr
     assert re.match(rf"error: {re.escape(str(side))}: {reason}", one_line(got.stderr))
+
+
+@pytest.mark.parametrize("cell", ["-1", "1.5", "inf", "<b>x</b>"])
+def test_a_recordings_processes_cell_is_kept_as_the_text_written(tmp_path: Path, cell: str) -> None:
+    """The processes column is text (a JSON list of [pid, bytes], shown as written on Live):
+    a cell that reads as a number was once parsed as one and refused with "unexpected
+    ArrowTypeError" and no file named (found by a random mutation of this recording, D106)."""
+    rows = list(csv.reader((SAMPLES / "nvml_phases_h200.csv").open(newline="")))
+    rows[5][rows[0].index("processes")] = cell
+    rec = tmp_path / "rec.csv"
+    with rec.open("w", newline="") as fh:
+        csv.writer(fh).writerows(rows)
+    got = run_module("collectors.nvml", "--replay", rec, "--keep-time", "--data", tmp_path / "s")
+    assert got.returncode == 0, got.stderr
+    kept = Store(tmp_path / "s").query(
+        "SELECT processes FROM gpu_samples WHERE processes = ?", [cell]
+    )
+    assert len(kept) == 1

@@ -16,8 +16,11 @@ import math
 import socket
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from threading import Thread
 
 import pandas as pd
 import pytest
@@ -209,3 +212,56 @@ def test_every_failure_is_one_prometheus_error_line(cluster: Cluster) -> None:
     with pytest.raises(PrometheusError, match="HTTP 404") as e:
         PrometheusTelemetry(bad).gpus()
     assert "\n" not in str(e.value)
+
+
+def _answer(values: list[list[object]], column: str = "power_mw", part: str = "v") -> bytes:
+    series = {"metric": {"dash_col": column, "dash_part": part, "gpu": "0", "Hostname": "h"},
+              "values": values}  # fmt: skip
+    answer = {"status": "success", "data": {"resultType": "matrix", "result": [series]}}
+    return json.dumps(answer).encode()  # NaN as Python's JSON writes it, as a server may
+
+
+@contextmanager
+def _server(body: bytes) -> Iterator[str]:
+    """An HTTP server that answers every request with `body`: someone else's server, whose
+    every byte a real Prometheus would never send."""
+
+    class Answer(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    with ThreadingHTTPServer(("127.0.0.1", 0), Answer) as server:
+        Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            yield f"http://127.0.0.1:{server.server_address[1]}"
+        finally:
+            server.shutdown()
+
+
+@pytest.mark.parametrize("when", [1e308, math.nan, 2**70, -1e300])
+def test_a_points_time_no_int64_holds_is_one_prometheus_error_line(when: float) -> None:
+    """A random search found these (D106): 1e308 and NaN raised OverflowError and ValueError
+    out of the time conversion, 2**70 and -1e300 gave times no int64 column holds."""
+    with _server(_answer([[when, "1"]])) as url, pytest.raises(PrometheusError) as e:
+        PrometheusTelemetry(url).samples(0, 10**18)
+    assert str(e.value) == f"{url}: a point's time {str(when)[:40]} is out of range"
+
+
+@pytest.mark.parametrize("stamp", ["1e306", "-5", "1e300"])
+def test_a_scrape_time_no_int64_holds_is_no_sample(stamp: str) -> None:
+    """timestamp()'s value is a series value: one that is no Unix time (1e306 overflowed the
+    conversion) leaves its GPU without that scrape, or without a last sample time."""
+    t = [[1.7e9, stamp]]
+    tagged = json.loads(_answer(t, "power_mw", "t"))
+    tagged["data"]["result"].append(json.loads(_answer([[1.7e9, "100"]]))["data"]["result"][0])
+    with _server(json.dumps(tagged).encode()) as url:
+        assert PrometheusTelemetry(url).samples(0, 10**19).empty
+    with _server(_answer(t, "last_ns", "t")) as url:
+        gpus = PrometheusTelemetry(url).gpus()
+    assert gpus.empty or gpus["last_ns"].isna().all()
