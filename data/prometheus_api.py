@@ -155,9 +155,9 @@ def _points(
             when, text = pair
             if not isinstance(when, int | float) or not isinstance(text, str):
                 raise PrometheusError(f"{url}: a point that is not [time, value]")
-            if not 0 <= when <= MAX_TIME_S:  # NaN too: its time would be no int64 ns
+            if (when_ns := time_ns(when)) is None:  # NaN too
                 raise PrometheusError(f"{url}: a point's time {str(when)[:40]} is out of range")
-            yield Point(rest, column, part, ns_of(when), _finite(text))
+            yield Point(rest, column, part, when_ns, _finite(text))
 
 
 def _finite(text: str) -> float | None:
@@ -174,8 +174,8 @@ def ns_of(seconds: float) -> int:
 
 
 def time_ns(seconds: float) -> int | None:
-    """ns_of a time a series' value gives (timestamp()); None where it is no Unix time the
-    store's int64 ns hold (a hostile 1e306 would overflow the conversion)."""
+    """ns_of a point's time or a timestamp() value; None where it is no Unix time the store's
+    int64 ns hold (NaN, or a hostile 1e306, which would overflow the conversion)."""
     return ns_of(seconds) if 0 <= seconds <= MAX_TIME_S else None
 
 

@@ -34,7 +34,6 @@ from analysis.load import Store, open_store
 from analysis.report.document import report_json
 from analysis.report.export import export
 from analysis.report.run import load_report
-from analysis.rules.recommend import recommend
 from collectors.ingest import ingest
 from collectors.nvml import main as nvml_main
 from data.errors import DashError
@@ -91,11 +90,10 @@ def try_trace(doc: dict[str, Any], folder: Path) -> str:
     path.write_text(json.dumps(doc))
     try:
         run = ingest([path], data_dir=folder / "store")
-        facts = gather(Store(folder / "store"), run)
-        recommend(facts)
-        export(report_json(facts), None, "json")
+        export(report_json(gather(Store(folder / "store"), run)), None, "json")  # ranks too
+        report = load_report(open_store(folder / "store"), run)
         for fmt in ("html", "md"):
-            export(*load_report(open_store(folder / "store"), run), fmt)
+            export(*report, fmt)
     except DashError:
         return ""
     except Exception as e:  # the defect this search is for

@@ -112,10 +112,9 @@ def main() -> int:
     summary = Summary(args.out, invocation)
     if args.interleave is not None:
         record_interleaved(ctx, renamed(cases, args.interleave), args.out, summary)
-    elif args.suffix:
-        runs = [case for pair in renamed(cases, args.suffix) for case in pair]
-        record(ctx, [c for c in runs if not (args.resume and summary.done(c))], args.out, summary)
     else:
+        if args.suffix:
+            cases = [case for pair in renamed(cases, args.suffix) for case in pair]
         record(ctx, [c for c in cases if not (args.resume and summary.done(c))], args.out, summary)
     invocation.update(finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), elapsed_s=round(ctx.elapsed()))
     summary.write()
