@@ -33,6 +33,7 @@ import pyarrow as pa
 from data.cli import CommandParser, Result, add_json_flag, parse_command, run_command
 from data.errors import CudaUnavailableError, DashError
 from data.lake import LAKE_FOLDER, Lake
+from data.valid_text import valid_text
 
 DEFAULT_DATA_DIR = Path("data/local")  # data.store's default; importing it would need duckdb
 MATMUL_N = 8192
@@ -123,7 +124,8 @@ def load_ceilings(path: Path) -> dict[str, Any]:
     """Read and check a ceilings JSON file (the format `measure` returns)."""
     try:
         doc = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        json.dumps(doc, ensure_ascii=False).encode()  # a "\udcff" escape is not text
+    except (OSError, UnicodeError, json.JSONDecodeError, RecursionError) as e:
         raise DashError(f"{path}: cannot read a ceilings JSON file ({e})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("device"), dict):
         raise DashError(f"{path}: expected an object with a 'device' object")
@@ -185,7 +187,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def body() -> Result:
         if args.import_file:
-            doc, source = load_ceilings(args.import_file), f"import:{args.import_file.name}"
+            doc = load_ceilings(args.import_file)
+            source = valid_text(f"import:{args.import_file.name}")
         else:
             doc, source = measure(), "measured"
         store_ceilings(args.data, doc, source)

@@ -48,6 +48,7 @@ from data.lake import LAKE_FOLDER, Lake
 from data.lake_sweep import sweep_lake
 from data.schema import arrow_schema
 from data.scratch import sweep_scratch
+from data.valid_text import valid_text
 
 log = logging.getLogger("collectors.nvml")
 
@@ -85,7 +86,7 @@ class NvmlSampler:
         self.lake = Lake(Path(data_dir) / LAKE_FOLDER)
         self.interval_s = interval_s
         self.host = host or socket.gethostname()
-        self.tags = dict(tags or {})
+        self.tags = {valid_text(k): valid_text(v) for k, v in (tags or {}).items()}
         self._gpus_wanted = gpus
         self._source = source
         self._stop = threading.Event()

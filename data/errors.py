@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from data.valid_text import valid_text
+
 
 class DashError(Exception):
     """Base of every error the product reports to a user (CLI: one line, UI: an error box)."""
@@ -80,7 +82,7 @@ def error_text(e: BaseException) -> str:
         text = f"{e.filename}: {e.strerror}"
     else:
         text = str(e) or type(e).__name__
-    return text.translate(_ONE_LINE)
+    return valid_text(text).translate(_ONE_LINE)
 
 
 # C0 controls, DEL and the Unicode line breaks, as Python writes them in a repr.

@@ -21,6 +21,7 @@ from typing import Any
 from urllib.error import HTTPError, URLError
 
 from data.errors import PrometheusError
+from data.valid_text import valid_text
 
 DEFAULT_TIMEOUT_S = 10.0
 MAX_ANSWER_BYTES = 64 * 2**20
@@ -140,6 +141,7 @@ def _points(
             raise PrometheusError(f"{url}: a series without labels or values")
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
             raise PrometheusError(f"{url}: a label that is not a string")
+        labels = {valid_text(k): valid_text(v) for k, v in labels.items()}  # "\udcff" escapes
         if column_of is None:
             found = _tagged(labels)
         else:

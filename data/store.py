@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from data.errors import RunNotFoundError, SchemaVersionError, StoreError
 from data.lake import LAKE_FOLDER, Lake
 from data.schema import SCHEMA_VERSION, STREAM_TABLES, TABLES, column_names
+from data.valid_text import valid_text
 
 if TYPE_CHECKING:  # pandas costs 0.4 s to import; the ingest CLI never needs it
     import pandas as pd
@@ -150,6 +151,7 @@ class Store:
 
     def resolve_run(self, ref: str) -> str:
         """A run id, or a run name (the latest run of that name), to a run id."""
+        ref = valid_text(ref)  # as a name from undecodable bytes was stored
         rows = self.rows(
             "SELECT run_id FROM runs WHERE run_id = ? OR name = ? "
             "ORDER BY run_id = ? DESC, ingested_at_ns DESC LIMIT 1",

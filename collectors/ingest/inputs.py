@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 import re
 import tarfile
 import zipfile
@@ -15,6 +16,7 @@ from typing import IO
 from collectors.parse.expansion import expanded_cap_bytes, too_big
 from data.errors import TraceFormatError, file_error
 from data.scratch import scratch
+from data.valid_text import valid_text
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz")
@@ -58,11 +60,11 @@ def expand_inputs(paths: Sequence[Path]) -> Iterator[dict[Path, str]]:
                 )
                 if not found:
                     raise TraceFormatError(f"{path}: folder holds no .json or .json.gz trace")
-                files.update((f, str(f)) for f in found)
+                files.update((f, valid_text(str(f))) for f in found)
             elif _is_archive(path):
                 files.update(_unpack(path, Path(tmp) / f"a{len(files)}"))
             elif path.exists():
-                files[path] = str(path)
+                files[path] = valid_text(str(path))
             else:
                 raise TraceFormatError(f"{path}: no such file or folder")
         if not files:
@@ -77,20 +79,25 @@ def _safe_member(name: str) -> Path | None:
 
 
 def _unpack(archive: Path, dest: Path) -> dict[Path, str]:
-    """Extract only regular trace files, keeping their (sanitised) folders under `dest`,
-    streamed: the members together may expand to the cap (collectors.parse.expansion) and
-    no further, on disk and in memory."""
-    out: dict[Path, str] = {}
+    """Extract only regular trace files, each in a folder of its own under `dest`, shown as
+    its sanitised path in the archive; streamed: the members together may expand to the cap
+    (collectors.parse.expansion) and no further, on disk and in memory."""
+    out: dict[Path, Path] = {}  # member path: where it was written
+    made = 0
     cap = expanded_cap_bytes()
     written = 0
 
     def write(name: str, member: IO[bytes]) -> None:
-        nonlocal written
+        nonlocal written, made
         rel = _safe_member(name)
         if rel is None:
             return
-        target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
+        # Each member in a folder of its own, under its own file name (a rank can be read
+        # from it) where that is a valid one: members' paths can clash (a/r.json beside
+        # a/r.json/r.json) or be too long for the disk, their names never.
+        target = dest / str(made) / _file_name(rel.name)
+        made += 1
+        target.parent.mkdir(parents=True)
         with target.open("wb") as fh:
             while chunk := member.read(_COPY_BYTES):
                 written += len(chunk)
@@ -100,14 +107,14 @@ def _unpack(archive: Path, dest: Path) -> dict[Path, str]:
                     fh.write(chunk)
                 except OSError as e:  # a full disk: a write's error names no file
                     raise file_error(e, target) from None
-        out[target] = f"{archive}:{rel}"
+        out[rel] = target  # a later member of the same path replaces it, as tar's does
 
     try:
         if archive.name.endswith(".zip"):
             with zipfile.ZipFile(archive) as zf:
                 for info in zf.infolist():
                     if not info.is_dir() and _safe_member(info.filename) is not None:
-                        with zf.open(info) as member:
+                        with _open_member(archive, zf, info) as member:
                             write(info.filename, member)
         else:
             # Stream mode: each member is decompressed once, in order, never seeked over;
@@ -131,4 +138,26 @@ def _unpack(archive: Path, dest: Path) -> dict[Path, str]:
         raise TraceFormatError(f"{archive}: unreadable archive: {e}") from None
     if not out:
         raise TraceFormatError(f"{archive}: archive holds no .json or .json.gz trace")
-    return dict(sorted(out.items()))
+    in_order = sorted(out, key=lambda rel: (rel.parent.parts, _natural(rel)))
+    return {out[rel]: valid_text(f"{archive}:{rel}") for rel in in_order}
+
+
+def _open_member(archive: Path, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> IO[bytes]:
+    try:
+        return zf.open(info)
+    except (RuntimeError, NotImplementedError) as e:  # encrypted; a method zipfile lacks
+        why = "encrypted (no password is asked for)" if info.flag_bits & 1 else str(e)
+        raise TraceFormatError(valid_text(f"{archive}:{info.filename}: {why}")) from None
+
+
+def _file_name(name: str) -> str:
+    """The member's file name, or a stand-in with its suffix where the disk would refuse it."""
+    try:
+        if "\0" not in name and len(os.fsencode(name)) <= _NAME_BYTES:
+            return name
+    except UnicodeError:  # a surrogate no byte stands for
+        pass
+    return "member" + (".json.gz" if name.endswith(".gz") else ".json")
+
+
+_NAME_BYTES = 255  # Linux's limit on one file name

@@ -14,6 +14,7 @@ from collectors.ingest.segments import connect, copy_table, run_segment
 from collectors.parse import metadata_json
 from data.lake import Lake
 from data.schema import SCHEMA_VERSION, arrow_schema
+from data.valid_text import valid_text
 
 _DEVICE_FIELDS = {
     "device_id": "id", "name": "name", "total_global_mem_bytes": "totalGlobalMem",
@@ -54,7 +55,8 @@ def _ranks_table(ranks: list[RankDone]) -> pa.Table:
         t, meta = done.trace, done.trace.metadata
         rows.append({
             "rank": t.rank, "world_size": t.world_size, "rank_source": t.rank_source,
-            "file_name": t.path.name, "file_bytes": t.file_bytes, "file_sha256": done.digest,
+            "file_name": valid_text(t.path.name), "file_bytes": t.file_bytes,
+            "file_sha256": done.digest,
             "host_name": _text(meta.get("host_name")),
             "backend": _text((t.distributed_info or {}).get("backend")),
             "distributed_info": metadata_json(t.distributed_info) if t.distributed_info else None,

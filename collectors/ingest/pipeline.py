@@ -28,6 +28,7 @@ from data.lake import LAKE_FOLDER
 from data.lake_sweep import sweep_lake
 from data.scratch import sweep_scratch
 from data.store import DEFAULT_DATA_DIR, Store
+from data.valid_text import valid_text
 
 StageProgress = Callable[[str, float], None]
 
@@ -165,11 +166,16 @@ def _one_by_one(
 
 
 def _run(name: str | None, in_paths: list[Path], tags: dict[str, Any] | None) -> dict[str, Any]:
+    """The run's row; its text as valid UTF-8 (a name or tag can come from undecodable bytes)."""
     return {
-        "name": name or run_name(in_paths[0]),
-        "source": json.dumps([str(p) for p in in_paths]),
-        "tags": json.dumps(tags or {}),
+        "name": valid_text(name or run_name(in_paths[0])),
+        "source": json.dumps([valid_text(str(p)) for p in in_paths]),
+        "tags": json.dumps({valid_text(k): _tag_value(v) for k, v in (tags or {}).items()}),
     }
+
+
+def _tag_value(value: Any) -> Any:
+    return valid_text(value) if isinstance(value, str) else value
 
 
 def _commit(

@@ -15,6 +15,7 @@ import pyarrow as pa
 from collectors.nvml_source.protocol import INVENTORY, METRICS, ReplayFinished
 from data.errors import RecordingFormatError
 from data.schema import arrow_schema
+from data.valid_text import valid_text
 
 # Column names of the recordings in ../shared/fixtures/h200 -> ours. data/samples and
 # tests/data already use ours. Columns we do not know (legacy PCIe KB/s, phase) are ignored.
@@ -117,7 +118,8 @@ def _sidecar_inventory(path: Path) -> dict[int, dict[str, Any]]:
     for r in rows:
         try:
             pa.Table.from_pylist([{c: r.get(c) for c in INVENTORY}], _INVENTORY_SCHEMA)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as e:
+        # UnicodeEncodeError: a string escaping a lone surrogate ("\udcff"), not text
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, UnicodeError) as e:
             raise RecordingFormatError(f"{side}: gpu {r['gpu']}: {str(e)[:200]}") from None
     return {r["gpu"]: r for r in rows}
 
@@ -160,7 +162,9 @@ class ReplaySource:
                     self._inventory[g] = side[g]
                     named.add(g)
                 else:
-                    self._inventory.setdefault(g, {"name": f"replay of {Path(path).name}"})
+                    self._inventory.setdefault(
+                        g, {"name": valid_text(f"replay of {Path(path).name}")}
+                    )
         if gpus is not None:
             missing = [g for g in gpus if g not in self._rows]
             if missing:

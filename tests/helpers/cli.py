@@ -5,6 +5,7 @@ afterwards."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -32,6 +33,14 @@ def run_module(
 def run_cli(*args: str | Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """`python -m collectors.ingest ARGS` from the repo root, output captured as text."""
     return run_module("collectors.ingest", *args, timeout=timeout)
+
+
+def one_line(stderr: str) -> str:
+    """The one error line of a command's standard error (the rest may only be progress)."""
+    *progress, last = stderr.splitlines() or [""]
+    assert all(re.fullmatch(r"(parse|link|commit): \d+%", p) for p in progress), stderr
+    assert last.startswith("error: "), stderr
+    return last
 
 
 def lake_files(data_dir: Path) -> set[str]:

@@ -17,7 +17,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from helpers.cli import run_cli, run_measured, run_module
+from helpers.cli import one_line, run_cli, run_measured, run_module
 from helpers.faults import namespaces, on_small_disk
 from helpers.hostile_bombs import CAP_ENV, CAP_MB, zip_zero_bomb
 from helpers.paths import REPO, SAMPLES, TEST_DATA
@@ -38,14 +38,6 @@ def store(tmp_path: Path) -> Path:
     d = tmp_path / "store"
     ingest([SMALL], data_dir=d)
     return d
-
-
-def one_line(stderr: str) -> str:
-    """The one error line of a command's standard error (the rest may only be progress)."""
-    *progress, last = stderr.splitlines() or [""]
-    assert all(re.fullmatch(r"(parse|link|commit): \d+%", p) for p in progress), stderr
-    assert last.startswith("error: "), stderr
-    return last
 
 
 def test_a_full_disk_is_one_line_and_blocks_nothing(store: Path) -> None:

@@ -265,3 +265,16 @@ def test_a_scrape_time_no_int64_holds_is_no_sample(stamp: str) -> None:
     with _server(_answer(t, "last_ns", "t")) as url:
         gpus = PrometheusTelemetry(url).gpus()
     assert gpus.empty or gpus["last_ns"].isna().all()
+
+
+def test_labels_that_escape_a_lone_surrogate_are_shown_as_text() -> None:
+    """JSON may escape a lone surrogate ("\\udcff"), which is no text: as a label it stopped
+    the frame's construction (pandas' Arrow strings refuse it) with UnicodeEncodeError."""
+    answer = json.loads(_answer([[1.7e9, "1.7e9"]], "power_mw", "t"))
+    answer["data"]["result"] += json.loads(_answer([[1.7e9, "100"]]))["data"]["result"]
+    for series in answer["data"]["result"]:
+        series["metric"].update(Hostname="h\udcff", modelName="H\ud800")
+    with _server(json.dumps(answer).encode()) as url:
+        got = PrometheusTelemetry(url).samples(0, 10**19)
+    assert got["host"].tolist() == ["h\ufffd"]
+    assert got["power_mw"].tolist() == [100_000]  # served in W, as dcgm-exporter does
