@@ -3,8 +3,11 @@ recording, changed in a few places, through the same code a user's file goes thr
 
     python3 tools/mutate_inputs.py trace SEED COUNT [TRACE]     # default: the corpus's base
     python3 tools/mutate_inputs.py recording SEED COUNT [CSV]   # default: the H200 phases
+    python3 tools/mutate_inputs.py archive SEED COUNT           # real ranks, hostile packing
 
 A trace is ingested, gathered, ranked and reported (JSON, HTML, Markdown) in this process;
+an archive (zip or tar of real rank files, under hostile member names and types, sometimes
+truncated or with bytes flipped) is ingested;
 anything raised outside the DashError family is a defect (the command line would print
 "unexpected …", naming no file). A recording goes through `collectors.nvml --replay
 --keep-time`: exit 0, or 2 with one line naming the file. Prints one line per case, the
@@ -21,8 +24,10 @@ import io
 import json
 import random
 import sys
+import tarfile
 import tempfile
 import traceback
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -148,6 +153,72 @@ def try_recording(rows: list[list[str]], inventory: list[dict[str, Any]], folder
     return f"exit {status}: {err.getvalue().strip()[:300]}"
 
 
+# Member names an archive can hold (D107): traversal, absolute, NUL, bytes not UTF-8, too long,
+# bidi, near-miss suffixes; "{prev}" repeats or nests under the previous member's name.
+NAMES = ["rank{r}.json.gz", "run/rank{r}.pt.trace.json.gz", "../../rank{r}.json.gz",
+         "/abs/rank{r}.json.gz", "C:\\rank{r}.json.gz", "a\0b{r}.json.gz",
+         "caf\udcff{r}.json.gz", "x" * 300 + "{r}.json.gz", "\u202erank{r}.json.gz", ".json",
+         "{prev}", "{prev}/rank{r}.json.gz", "rank{r}.JSON", " .json.gz", "r{r}.json.gz.txt",
+         "dir/./../rank{r}.json.gz"]  # fmt: skip
+TAR_TYPES = [tarfile.REGTYPE] * 6 + [tarfile.SYMTYPE, tarfile.LNKTYPE, tarfile.DIRTYPE,
+                                     tarfile.FIFOTYPE, tarfile.CHRTYPE]  # fmt: skip
+
+
+def mutated_archive(
+    contents: list[bytes], rng: random.Random, folder: Path
+) -> tuple[Path, list[str]]:
+    """An archive of 1-4 members (real ranks, sometimes garbage), packed as zip or tar."""
+    ops, prev, members = [], "r.json", []
+    for r in range(rng.randint(1, 4)):
+        name = rng.choice(NAMES).format(r=r, prev=prev)
+        data = rng.choice([*contents, b"", b"garbage", contents[0][: len(contents[0]) // 2]])
+        members.append((name, data))
+        ops.append(f"{name[:24]!r}:{len(data)}")
+        prev = name
+    kind = rng.choice(["zip", "tar", "tar.gz"])
+    path = folder / f"m.{kind}"
+    if kind == "zip":
+        method = rng.choice([zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2])
+        with zipfile.ZipFile(path, "w", method) as zf:
+            for name, data in members:
+                # zipfile cuts a name at NUL and writes only UTF-8 (0xff becomes U+FFFD)
+                raw_name = name.replace("\0", "").encode("utf-8", "surrogateescape")
+                zf.writestr(raw_name.decode("utf-8", "replace"), data)
+    else:
+        fmt = rng.choice([tarfile.PAX_FORMAT, tarfile.GNU_FORMAT])
+        with tarfile.open(path, "w:gz" if kind == "tar.gz" else "w", format=fmt) as tf:
+            for name, data in members:
+                info = tarfile.TarInfo("m")
+                info.type, info.size = rng.choice(TAR_TYPES), len(data)
+                info.linkname = rng.choice(["../../etc/passwd", prev, "/dev/zero"])
+                if fmt == tarfile.PAX_FORMAT:
+                    info.pax_headers = {"path": name}
+                else:
+                    info.name = name.replace("\0", "")
+                tf.addfile(info, io.BytesIO(data) if info.isreg() else None)
+                ops.append(f"type {info.type!r}")
+    raw = bytearray(path.read_bytes())
+    for _ in range(rng.choice([0, 0, 1, 3])):
+        at = rng.randrange(len(raw))
+        raw[at] ^= 1 << rng.randrange(8)
+        ops.append(f"flip {at}")
+    if rng.random() < 0.15:
+        raw = raw[: rng.randrange(len(raw))]
+        ops.append(f"cut {len(raw)}")
+    path.write_bytes(bytes(raw))
+    return path, ops
+
+
+def try_archive(path: Path, jobs: int) -> str:
+    try:
+        ingest([path], data_dir=path.parent / "store", jobs=jobs)
+    except DashError:
+        return ""
+    except Exception as e:  # an OSError too: no disk fills up here
+        return "".join(traceback.format_exception(e)[-3:])
+    return ""
+
+
 def search(kind: str, seed: int, count: int, base: Path | None) -> int:
     rng, defects = random.Random(seed), 0
     case: Callable[[Path], tuple[list[str], str]]
@@ -160,6 +231,18 @@ def search(kind: str, seed: int, count: int, base: Path | None) -> int:
         def case(folder: Path) -> tuple[list[str], str]:
             mutated, ops = mutated_trace(doc, rng)
             return ops, try_trace(mutated, folder)
+    elif kind == "archive":
+        samples = REPO / "data" / "samples"
+        files = [
+            "ddp_gpt_bf16_2rank/rank0.pt.trace.json.gz",
+            "ddp_gpt_bf16_2rank/rank1.pt.trace.json.gz",
+            "gpt_train_bf16.pt.trace.json.gz",
+        ]
+        contents = [(samples / f).read_bytes() for f in files]  # real H200 ranks
+
+        def case(folder: Path) -> tuple[list[str], str]:
+            path, ops = mutated_archive(contents, rng, folder)
+            return ops, try_archive(path, jobs=2 if rng.random() < 0.1 else 1)
     else:
         csv_path = base or REPO / "data" / "samples" / "nvml_phases_h200.csv"
         rows = list(csv.reader(csv_path.open(newline="")))
@@ -180,7 +263,7 @@ def search(kind: str, seed: int, count: int, base: Path | None) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 4 or sys.argv[1] not in ("trace", "recording"):
+    if len(sys.argv) < 4 or sys.argv[1] not in ("trace", "recording", "archive"):
         sys.exit(__doc__)
     base = Path(sys.argv[4]) if len(sys.argv) > 4 else None
     sys.exit(search(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), base))
