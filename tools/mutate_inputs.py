@@ -89,21 +89,31 @@ def mutated_trace(base: dict[str, Any], rng: random.Random) -> tuple[dict[str, A
     return doc, ops
 
 
-def try_trace(doc: dict[str, Any], folder: Path) -> str:
-    """'' when ingested and reported, or refused as a DashError; else the defect."""
-    path = folder / "mutated.json"
-    path.write_text(json.dumps(doc))
+def defect_of(work: Callable[[], object]) -> str:
+    """'' when `work` ends or raises a DashError; else the defect: anything else it raised
+    (an OSError too: no disk fills up here)."""
     try:
-        run = ingest([path], data_dir=folder / "store")
-        export(report_json(gather(Store(folder / "store"), run)), None, "json")  # ranks too
-        report = load_report(open_store(folder / "store"), run)
-        for fmt in ("html", "md"):
-            export(*report, fmt)
+        work()
     except DashError:
         return ""
     except Exception as e:  # the defect this search is for
         return "".join(traceback.format_exception(e)[-3:])
     return ""
+
+
+def try_trace(doc: dict[str, Any], folder: Path) -> str:
+    """'' when ingested and reported, or refused as a DashError; else the defect."""
+    path = folder / "mutated.json"
+    path.write_text(json.dumps(doc))
+
+    def work() -> None:
+        run = ingest([path], data_dir=folder / "store")
+        export(report_json(gather(Store(folder / "store"), run)), None, "json")  # ranks too
+        report = load_report(open_store(folder / "store"), run)
+        for fmt in ("html", "md"):
+            export(*report, fmt)
+
+    return defect_of(work)
 
 
 def mutated_recording(
@@ -209,16 +219,6 @@ def mutated_archive(
     return path, ops
 
 
-def try_archive(path: Path, jobs: int) -> str:
-    try:
-        ingest([path], data_dir=path.parent / "store", jobs=jobs)
-    except DashError:
-        return ""
-    except Exception as e:  # an OSError too: no disk fills up here
-        return "".join(traceback.format_exception(e)[-3:])
-    return ""
-
-
 def search(kind: str, seed: int, count: int, base: Path | None) -> int:
     rng, defects = random.Random(seed), 0
     case: Callable[[Path], tuple[list[str], str]]
@@ -242,7 +242,8 @@ def search(kind: str, seed: int, count: int, base: Path | None) -> int:
 
         def case(folder: Path) -> tuple[list[str], str]:
             path, ops = mutated_archive(contents, rng, folder)
-            return ops, try_archive(path, jobs=2 if rng.random() < 0.1 else 1)
+            jobs = 2 if rng.random() < 0.1 else 1
+            return ops, defect_of(lambda: ingest([path], data_dir=folder / "store", jobs=jobs))
     else:
         csv_path = base or REPO / "data" / "samples" / "nvml_phases_h200.csv"
         rows = list(csv.reader(csv_path.open(newline="")))

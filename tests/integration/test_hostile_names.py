@@ -16,7 +16,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from helpers.cli import lake_files, one_line, run_cli, run_module
+from helpers.cli import one_line, run_cli, run_module, store_snapshot
 from helpers.paths import SAMPLES
 
 from data.store import Store
@@ -120,12 +120,12 @@ def test_a_zip_member_that_cannot_be_read(
 ) -> None:
     data = tmp_path / "store"
     run_cli(SMALL, "--data", data)
-    before = lake_files(data)
+    before = store_snapshot(data)
     archive = _zip_flagged(tmp_path / "odd.zip", flag_bits=flag_bits, method=method)
     got = run_cli(archive, "--data", data)
     assert got.returncode == 2, got.stderr
     assert one_line(got.stderr) == f"error: {archive}:rank0.json.gz: {reason}"
-    assert lake_files(data) == before
+    assert store_snapshot(data) == before
 
 
 def test_recording_and_ceilings_files_named_with_bytes_not_utf8(tmp_path: Path) -> None:
